@@ -1,0 +1,35 @@
+# The two commands of the README are `make demo` and `make test`; each installs first.
+VENV := .venv/bin
+QUESTION ?= What does the json module's dumps function do?
+
+.PHONY: install demo test test-fast lint goldens bench corpus
+
+install:
+	bash scripts/install.sh
+
+corpus: install
+	@[ -f "$${WEBGPT_HOME:-$$HOME/.cache/webgpt}/offline-web.sqlite" ] || $(VENV)/webgpt corpus build
+
+# The main job on the embedded default: browse the offline web with a scripted demonstration.
+demo: corpus
+	$(VENV)/webgpt browse --question "$(QUESTION)" < examples/demo-commands.txt
+
+test: install
+	$(VENV)/ruff check .
+	$(VENV)/ruff format --check .
+	$(VENV)/mypy
+	$(VENV)/pytest
+
+test-fast:
+	$(VENV)/pytest -m "not slow"
+
+lint:
+	$(VENV)/ruff check --fix .
+	$(VENV)/ruff format .
+	$(VENV)/mypy
+
+goldens:
+	$(VENV)/python -m tests.browser.goldens --regenerate
+
+bench: corpus
+	$(VENV)/python benchmarks/browser_bench.py

@@ -1,0 +1,1 @@
+"""The browsing agent: policy clients, episodes, best-of-n and trainers (issue #3)."""

@@ -1,0 +1,194 @@
+"""`webgpt fetch`, `webgpt browse` and `webgpt corpus ...`: the browser from a terminal."""
+
+import argparse
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from browser.corpus import (
+    PYTHON_DOCS_DIR,
+    PYTHON_DOCS_URL,
+    build_corpus,
+    download_wiki_summaries,
+    folder_pages,
+    wikipedia_pages,
+)
+from browser.errors import BrowserError
+from browser.offline import OfflineWeb, default_store_path
+from browser.web import ENGINES, Web, WebOptions
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    fetch = commands.add_parser("fetch", help="print a page as the model sees it")
+    fetch.add_argument("url")
+    _add_web_arguments(fetch, with_engine=False)
+    fetch.set_defaults(run=_fetch)
+
+    browse = commands.add_parser(
+        "browse", help="browse interactively: commands on stdin, observations on stdout"
+    )
+    browse.add_argument("--question", "-q", required=True)
+    browse.add_argument("--max-actions", type=int, default=100)
+    _add_web_arguments(browse, with_engine=True)
+    browse.set_defaults(run=_browse)
+
+    corpus = commands.add_parser("corpus", help="build or query the offline web")
+    corpus_commands = corpus.add_subparsers(dest="corpus_command", required=True)
+    build = corpus_commands.add_parser("build", help="build the offline web")
+    build.add_argument(
+        "--out", type=Path, default=None, help="default: $WEBGPT_HOME/offline-web.sqlite"
+    )
+    build.add_argument("--no-wikipedia", action="store_true")
+    build.add_argument("--no-python-docs", action="store_true")
+    build.add_argument("--python-docs", type=Path, default=PYTHON_DOCS_DIR)
+    build.add_argument(
+        "--wiki-json",
+        type=Path,
+        default=None,
+        help="summaries JSON to use instead of downloading the package",
+    )
+    build.add_argument(
+        "--add",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add a folder of HTML/PDF/text files (repeatable)",
+    )
+    build.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the URL each --add folder is served at, in the same order",
+    )
+    build.set_defaults(run=_corpus_build)
+    search = corpus_commands.add_parser("search", help="search the offline web")
+    search.add_argument("query")
+    search.add_argument("--count", type=int, default=10)
+    search.add_argument("--store", type=Path, default=None)
+    search.set_defaults(run=_corpus_search)
+
+
+def _add_web_arguments(parser: argparse.ArgumentParser, with_engine: bool) -> None:
+    if with_engine:
+        parser.add_argument(
+            "--engine",
+            choices=sorted(ENGINES),
+            default=None,
+            help="search engine (default: $WEBGPT_ENGINE or offline)",
+        )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="let this exact host be reached although not public (testing only)",
+    )
+    parser.add_argument(
+        "--js",
+        choices=["auto", "never", "always"],
+        default="auto",
+        help="render with Chromium: when the HTML has no text (auto), never, always",
+    )
+    parser.add_argument("--store", type=Path, default=None, help="offline web file")
+
+
+def _web_options(args: argparse.Namespace, engine: str | None) -> WebOptions:
+    options = WebOptions.from_env(js_mode=args.js, offline_store=args.store)
+    return dataclasses.replace(options, engine=engine, allow=options.allow + tuple(args.allow))
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    return asyncio.run(_fetch_async(args))
+
+
+async def _fetch_async(args: argparse.Namespace) -> int:
+    web = Web(_web_options(args, engine=None))
+    try:
+        page = await web.loader.load(args.url)
+    finally:
+        await web.aclose()
+    if page.kind == "error":
+        print(f"error: {' '.join(page.lines)}", file=sys.stderr)
+        return 1
+    print(page.display_title)
+    for line in page.lines:
+        print(line)
+    return 0
+
+
+def _browse(args: argparse.Namespace) -> int:
+    return asyncio.run(browse(args, sys.stdin, sys.stdout))
+
+
+async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> int:
+    from browser.session import SessionConfig
+
+    web = Web(_web_options(args, engine=args.engine or WebOptions.from_env().engine))
+    try:
+        session = web.session(
+            config=SessionConfig(max_actions=args.max_actions, render=web.options.render)
+        )
+        print(session.reset(args.question), file=out, flush=True)
+        for line in commands_in:
+            if not line.strip():
+                continue
+            result = await session.step(line.rstrip("\n"))
+            print(f"\n# {result.event.model_dump_json(exclude_none=True)}\n", file=out)
+            print(result.observation, file=out, flush=True)
+            if result.done:
+                break
+        print(file=out)
+        if session.end_reason == "answer" and session.quotes:
+            print("♦Answer prompt", file=out)
+            print(session.answer_prompt(), file=out)
+        elif session.end_reason == "answer":
+            print("Browsing ended without quotes: there is nothing to answer from.", file=out)
+        else:
+            print(f"Browsing ended: {session.end_reason or 'no more commands'}", file=out)
+    finally:
+        await web.aclose()
+    return 0
+
+
+def _corpus_build(args: argparse.Namespace) -> int:
+    if len(args.add) != len(args.base_url):
+        raise SystemExit("error: give one --base-url for each --add folder")
+    sources = []
+    if not args.no_wikipedia:
+        wiki_json = args.wiki_json or download_wiki_summaries()
+        sources.append(("wikipedia", wikipedia_pages(wiki_json)))
+    if not args.no_python_docs:
+        if not args.python_docs.is_dir():
+            raise SystemExit(
+                f"error: no Python docs at {args.python_docs} (apt-get install python3.11-doc)"
+            )
+        sources.append(
+            ("python-docs", folder_pages(args.python_docs, PYTHON_DOCS_URL, "python-docs"))
+        )
+    for folder, base_url in zip(args.add, args.base_url, strict=True):
+        sources.append((str(folder), folder_pages(folder, base_url, str(folder))))
+    out = args.out or default_store_path()
+    total = build_corpus(out, sources, _print_progress)
+    print(f"offline web: {total} pages in {out}", file=sys.stderr)
+    return 0
+
+
+def _print_progress(source: str, count: int, finished: int) -> None:
+    end = "\n" if finished or not sys.stderr.isatty() else "\r"
+    state = "done" if finished else "..."
+    if finished or sys.stderr.isatty() or count % 2500 == 0:
+        print(f"  {source}: {count} pages {state}", end=end, file=sys.stderr, flush=True)
+
+
+def _corpus_search(args: argparse.Namespace) -> int:
+    try:
+        web = OfflineWeb(args.store)
+    except BrowserError as error:
+        raise SystemExit(f"error: {error}") from error
+    for result in web.search_sync(args.query, args.count):
+        print(f"{result.title}\n  {result.url}\n  {result.snippet}\n")
+    return 0

@@ -1,0 +1,114 @@
+"""From URL to Page: fetch, render in a worker, fall back to Chromium for script-built pages,
+and share the result between the episodes of one request."""
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from browser.errors import BrowserError
+from browser.fetch import Document, Fetcher
+from browser.page import Page
+from browser.pdf import render_pdf
+from browser.render import RenderOptions, error_page, render_html, render_text
+from browser.workers import RenderWorkers
+
+logger = logging.getLogger(__name__)
+
+JsMode = Literal["auto", "never", "always"]
+# Below this many words the static HTML is treated as "no readable content" and, when the
+# page has scripts, is rendered again in Chromium.
+JS_FALLBACK_MAX_WORDS = 30
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
+
+
+class JsRenderer(Protocol):
+    async def render(self, url: str) -> Document: ...
+
+
+@dataclass
+class PageLoader:
+    """Turns URLs into Pages; errors of any kind become error pages, never exceptions."""
+
+    fetcher: Fetcher
+    options: RenderOptions = field(default_factory=RenderOptions)
+    workers: RenderWorkers = field(default_factory=RenderWorkers)
+    js: JsRenderer | None = None
+    js_mode: JsMode = "auto"
+
+    async def load(self, url: str) -> Page:
+        try:
+            if self.js is not None and self.js_mode == "always":
+                return await self._render(await self.js.render(url))
+            page = await self._render(await self.fetcher.fetch(url))
+            if self._wants_js(page):
+                assert self.js is not None
+                return await self._render(await self.js.render(url))
+            return page
+        except BrowserError as error:
+            return error_page(url, f"The page could not be opened: {error}")
+
+    def _wants_js(self, page: Page) -> bool:
+        if self.js is None or self.js_mode != "auto" or page.kind != "html":
+            return False
+        words = sum(len(line.split()) for line in page.lines)
+        return words < JS_FALLBACK_MAX_WORDS and page.url not in ("", None)
+
+    async def _render(self, document: Document) -> Page:
+        kind = _document_kind(document)
+        if kind == "html":
+            return await self.workers.run(
+                render_html, document.body, document.url, document.charset, self.options
+            )
+        if kind == "pdf":
+            return await self.workers.run(render_pdf, document.body, document.url, self.options)
+        if kind == "text":
+            return render_text(document.body, document.url, document.charset, self.options)
+        return error_page(document.url, f"Cannot display content of type {document.content_type}.")
+
+
+def _document_kind(document: Document) -> Literal["html", "pdf", "text", "other"]:
+    content_type = document.content_type
+    if content_type in _HTML_TYPES:
+        return "html"
+    if content_type == "application/pdf" or document.body.startswith(b"%PDF-"):
+        return "pdf"
+    if content_type.startswith("text/") or content_type in _TEXT_TYPES:
+        return "text"
+    head = document.body[:512].lstrip().lower()
+    if content_type == "application/octet-stream" and head.startswith(
+        (b"<!doctype html", b"<html")
+    ):
+        return "html"
+    return "other"
+
+
+class PageCache:
+    """The pages of one request: each URL is loaded once, however many episodes ask.
+
+    Concurrent requests for the same URL wait on the same load (single flight). A waiter
+    that is cancelled does not cancel the load for the others; `aclose` cancels them all.
+    """
+
+    def __init__(self, loader: PageLoader) -> None:
+        self._loader = loader
+        self._loads: dict[str, asyncio.Task[Page]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    async def get(self, url: str) -> Page:
+        task = self._loads.get(url)
+        if task is None:
+            self.misses += 1
+            task = asyncio.create_task(self._loader.load(url), name=f"load {url}")
+            self._loads[url] = task
+        else:
+            self.hits += 1
+        return await asyncio.shield(task)
+
+    async def aclose(self) -> None:
+        for task in self._loads.values():
+            task.cancel()
+        await asyncio.gather(*self._loads.values(), return_exceptions=True)

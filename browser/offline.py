@@ -1,0 +1,141 @@
+"""The offline web: pages stored in SQLite under their canonical URLs, searched with FTS5.
+
+One file holds everything (`pages` with zlib-compressed bodies, `pages_fts` for bm25
+search); `browser.corpus` builds it. `OfflineWeb` is both a SearchEngine and a Fetcher, so
+clicking, scrolling and quoting behave exactly as on the live web.
+"""
+
+import asyncio
+import os
+import re
+import sqlite3
+import threading
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urldefrag
+
+from browser.errors import CorpusError, FetchError
+from browser.fetch import Document, Fetcher
+from browser.search.base import SearchResult
+
+SCHEMA = """
+CREATE TABLE pages (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    body BLOB NOT NULL              -- zlib-compressed document as served
+);
+CREATE VIRTUAL TABLE pages_fts USING fts5(title, text, tokenize = 'porter unicode61');
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_QUERY_TERMS = 32
+
+
+def webgpt_home() -> Path:
+    """Where downloads, the offline web and models live (WEBGPT_HOME, else ~/.cache/webgpt)."""
+    return Path(os.environ.get("WEBGPT_HOME") or Path.home() / ".cache" / "webgpt")
+
+
+def default_store_path() -> Path:
+    return webgpt_home() / "offline-web.sqlite"
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query matching any word of free text, with no FTS5 syntax left in it."""
+    words = _WORD.findall(text.lower())[:_MAX_QUERY_TERMS]
+    if not words:
+        return None
+    return " OR ".join(f'"{word}"' for word in dict.fromkeys(words))
+
+
+@dataclass(frozen=True)
+class StoredPage:
+    url: str
+    title: str
+    content_type: str
+
+
+class OfflineWeb:
+    """Search and fetch over a built offline-web file (read-only)."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        if not self.path.is_file():
+            raise CorpusError(f"no offline web at {self.path}; build it with `webgpt corpus build`")
+        try:
+            self._db = sqlite3.connect(
+                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
+            )
+            self._db.execute("SELECT count(*) FROM pages_fts WHERE pages_fts MATCH 'a'")
+        except sqlite3.DatabaseError as error:
+            raise CorpusError(f"{self.path} is not an offline-web file: {error}") from error
+        self._lock = threading.Lock()
+
+    def page_count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM pages").fetchone()[0])
+
+    def search_sync(self, query: str, count: int) -> list[SearchResult]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT p.url, p.title, snippet(pages_fts, 1, '', '', ' … ', 40) "
+                "FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid "
+                "WHERE pages_fts MATCH ? ORDER BY bm25(pages_fts, 4.0, 1.0) LIMIT ?",
+                (match, count),
+            ).fetchall()
+        return [SearchResult(title, url, " ".join(snippet.split())) for url, title, snippet in rows]
+
+    async def search(self, query: str, count: int) -> list[SearchResult]:
+        return await asyncio.to_thread(self.search_sync, query, count)
+
+    def lookup(self, url: str) -> Document | None:
+        url = urldefrag(url)[0]
+        candidates = [url, url.rstrip("/"), url + "/", url.rstrip("/") + "/index.html"]
+        if url.startswith("http://"):
+            candidates += ["https://" + c[len("http://") :] for c in candidates]
+        with self._lock:
+            for candidate in candidates:
+                row = self._db.execute(
+                    "SELECT url, content_type, body FROM pages WHERE url = ?", (candidate,)
+                ).fetchone()
+                if row is not None:
+                    stored_url, content_type, body = row
+                    return Document(
+                        url=stored_url,
+                        content_type=content_type,
+                        charset="utf-8" if content_type.startswith("text/") else None,
+                        body=zlib.decompress(body),
+                    )
+        return None
+
+    async def fetch(self, url: str) -> Document:
+        document = await asyncio.to_thread(self.lookup, url)
+        if document is None:
+            raise FetchError(f"{url} is not in the offline web")
+        return document
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class OfflineFirstFetcher:
+    """Serves pages from the offline web, and other URLs through `fallback` when given."""
+
+    def __init__(self, offline: OfflineWeb, fallback: Fetcher | None) -> None:
+        self._offline = offline
+        self._fallback = fallback
+
+    async def fetch(self, url: str) -> Document:
+        document = await asyncio.to_thread(self._offline.lookup, url)
+        if document is not None:
+            return document
+        if self._fallback is None:
+            raise FetchError(f"{url} is not in the offline web")
+        return await self._fallback.fetch(url)

@@ -1,0 +1,319 @@
+"""Turn documents into Pages: HTML (WebGPT Appendix A), plain text, errors, search results.
+
+Everything here is a pure function of its arguments so it can run in a killable worker
+process (browser.workers) and be tested with golden files.
+
+HTML pipeline, in order:
+1. parse with lxml; drop scripts, styles, hidden elements and other non-text parts;
+2. pick the main content: the element the page declares (`<main>`, `[role=main]`, a single
+   `<article>`) when it holds a fair share of the text, else readability's summary, else the
+   body when readability kept less than half of the text (readability alone drops most of
+   the text on about a third of Sphinx pages; docs/rendering.md has the measurements);
+3. neutralise our marker characters in the page's own text, then turn links into
+   `【id†text†domain】` markers, images into `[Image: alt]`, sup/sub into `^`/`_`;
+4. html2text for the rest, then wrap long lines without splitting a link marker.
+"""
+
+import copy
+import re
+import textwrap
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import html2text
+import lxml.etree
+import lxml.html
+from readability import Document
+
+from browser.page import Link, Page, domain_of, link_marker, neutralize
+from browser.search.base import SearchResult
+
+WRAP_WIDTH = 100
+# The declared main element must hold at least this share of the body's text to be trusted.
+DECLARED_MAIN_MIN_SHARE = 0.25
+# Readability's summary must keep at least this share of the body's text.
+READABILITY_MIN_SHARE = 0.5
+
+_DROPPED_ELEMENTS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "canvas",
+    "iframe",
+    "object",
+    "embed",
+    "head",
+    "button",
+    "select",
+    "input",
+    "textarea",
+)
+# Inline wrappers that carry no meaning for plain text; unwrapping them before html2text
+# cuts its work about threefold on highlighted code (docs/rendering.md).
+_UNWRAPPED_TAGS = (
+    "span",
+    "font",
+    "em",
+    "strong",
+    "b",
+    "i",
+    "u",
+    "s",
+    "small",
+    "big",
+    "mark",
+    "cite",
+    "abbr",
+    "dfn",
+    "var",
+    "kbd",
+    "samp",
+    "tt",
+    "code",
+    "bdi",
+    "bdo",
+    "ins",
+    "del",
+    "time",
+    "data",
+    "q",
+    "label",
+)
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_BLANK_RUNS = re.compile(r"\n{3,}")
+_PROTECTED_MARKER = re.compile(r"【[^】]*】")
+_NBSP_MARK = "\x00"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    blocked_domains: frozenset[str] = frozenset({"reddit.com", "quora.com"})
+    wrap_width: int = WRAP_WIDTH
+
+
+def is_blocked(domain: str, blocked_domains: Collection[str]) -> bool:
+    """True when domain is a blocked domain or one of its subdomains."""
+    return any(domain == d or domain.endswith("." + d) for d in blocked_domains)
+
+
+def render_html(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:
+    """Render an HTML document as the policy sees it."""
+    parser = lxml.html.HTMLParser(encoding=charset, remove_comments=True, remove_pis=True)
+    try:
+        doc = lxml.html.document_fromstring(body, parser=parser, base_url=url)
+    except (lxml.etree.ParserError, ValueError):
+        return error_page(url, "The page has no readable content.")
+    base = _base_url(doc, url)
+    title = _title_of(doc) or _last_path_segment(url)
+    _drop_non_text(doc)
+    content = _main_content(doc, base)
+    if content is None:
+        return Page(url=url, title=title, lines=(), kind="html")
+    links = _convert_inline(content, base, domain_of(url), options)
+    for element in content.iter(lxml.etree.Element):
+        element.attrib.clear()
+    lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
+    text = _html_to_text(lxml.html.tostring(content, encoding="unicode"))
+    return Page(url=url, title=title, lines=wrap_lines(text, options.wrap_width), links=links)
+
+
+def render_text(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:
+    """Plain text is shown as it is (neutralised and wrapped)."""
+    text = neutralize(body.decode(charset or "utf-8", errors="replace"))
+    return Page(
+        url=url,
+        title=_last_path_segment(url),
+        lines=wrap_lines(text, options.wrap_width),
+        kind="text",
+    )
+
+
+def error_page(url: str, message: str) -> Page:
+    """What the policy sees when a page cannot be shown; the message is ours, not the page's."""
+    return Page(url=url, title="Error", lines=(message,), kind="error")
+
+
+def search_results_page(
+    query: str, results: Sequence[SearchResult], options: RenderOptions
+) -> Page:
+    """`Search results for: <query>`: a link marker and snippet for each allowed result."""
+    lines: list[str] = []
+    links: dict[int, Link] = {}
+    for result in results:
+        domain = domain_of(result.url)
+        if not domain or is_blocked(domain, options.blocked_domains):
+            continue
+        link_id = len(links)
+        title = neutralize(" ".join(result.title.split())) or domain
+        links[link_id] = Link(link_id, result.url, title, domain)
+        lines.append(link_marker(link_id, title, domain, page_domain=""))
+        lines.extend(wrap_lines(neutralize(result.snippet), options.wrap_width))
+        lines.append("")
+    if not links:
+        lines = ["No results."]
+    return Page(
+        url="",
+        title=f"Search results for: {query}",
+        lines=tuple(lines),
+        links=links,
+        kind="search",
+    )
+
+
+def wrap_lines(text: str, width: int) -> tuple[str, ...]:
+    """Split text into display lines of at most width columns, never inside a link marker."""
+    text = _BLANK_RUNS.sub("\n\n", text.strip("\n"))
+    lines: list[str] = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        protected = _PROTECTED_MARKER.sub(lambda m: m[0].replace(" ", _NBSP_MARK), line)
+        for piece in textwrap.wrap(
+            protected,
+            width,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ):
+            lines.append(piece.replace(_NBSP_MARK, " "))
+    return tuple(lines)
+
+
+def text_length(element: lxml.html.HtmlElement) -> int:
+    return len("".join(element.itertext()).split()) if element is not None else 0
+
+
+def _base_url(doc: lxml.html.HtmlElement, url: str) -> str:
+    base = doc.find(".//base[@href]")
+    if base is None:
+        return url
+    return urljoin(url, str(base.get("href", "")))
+
+
+def _title_of(doc: lxml.html.HtmlElement) -> str:
+    for path in (".//title", ".//h1"):
+        element = doc.find(path)
+        if element is not None:
+            title = " ".join("".join(element.itertext()).split())
+            if title:
+                return neutralize(title)
+    return ""
+
+
+def _last_path_segment(url: str) -> str:
+    path = urlsplit(url).path.rstrip("/")
+    return path.rsplit("/", 1)[-1] or domain_of(url) or url
+
+
+def _drop_non_text(doc: lxml.html.HtmlElement) -> None:
+    lxml.etree.strip_elements(doc, *_DROPPED_ELEMENTS, with_tail=False)
+    # Hidden text is a classic place for instructions aimed at a model reading the page.
+    for element in doc.xpath("//*[@hidden or @aria-hidden='true' or @style]"):
+        style = element.get("style")
+        hidden = style is None or _HIDDEN_STYLE.search(style)
+        if hidden and element.getparent() is not None:
+            element.drop_tree()
+
+
+def _main_content(doc: lxml.html.HtmlElement, base: str) -> lxml.html.HtmlElement | None:
+    body = doc.find(".//body")
+    if body is None:
+        body = doc
+    body_length = text_length(body)
+    if body_length == 0:
+        return None
+    declared = doc.xpath("//main | //*[@role='main']")
+    if not declared:
+        articles = doc.xpath("//article")
+        declared = articles if len(articles) == 1 else []
+    if declared and text_length(declared[0]) >= DECLARED_MAIN_MIN_SHARE * body_length:
+        return declared[0]
+    try:
+        summary = Document(copy.deepcopy(doc), url=base).summary(html_partial=True)
+        readable = lxml.html.fragment_fromstring(summary, create_parent="div")
+    except Exception:  # readability raises bare Exceptions on odd documents
+        return body
+    if text_length(readable) >= READABILITY_MIN_SHARE * body_length:
+        return readable
+    return body
+
+
+def _convert_inline(
+    content: lxml.html.HtmlElement, base: str, page_domain: str, options: RenderOptions
+) -> dict[int, Link]:
+    """Neutralise text, then replace links, images, sup and sub by their text forms."""
+    for element in content.iter():
+        if element.text:
+            element.text = neutralize(element.text)
+        if element.tail:
+            element.tail = neutralize(element.tail)
+    links: dict[int, Link] = {}
+    page_url = urldefrag(base)[0]
+    for element in list(content.iter("a", "img", "sup", "sub")):
+        if element.tag == "img":
+            alt = " ".join((element.get("alt") or "").split())
+            _replace_with_text(element, f"[Image: {alt}]" if alt else "[Image]")
+            continue
+        if element.tag in ("sup", "sub"):
+            text = "".join(element.itertext()).strip()
+            if text and not _has_link(element):
+                prefix = "^" if element.tag == "sup" else "_"
+                _replace_with_text(element, prefix + text)
+            continue
+        text = " ".join("".join(element.itertext()).split())
+        href = element.get("href")
+        target = urldefrag(urljoin(base, href))[0] if href else ""
+        domain = domain_of(target)
+        usable = (
+            text
+            and target.startswith(("http://", "https://"))
+            and target != page_url  # in-page anchors such as Sphinx's "¶"
+            and not is_blocked(domain, options.blocked_domains)
+        )
+        if not usable:
+            if text in ("¶", "#"):
+                _replace_with_text(element, "")
+            else:
+                element.drop_tag()
+            continue
+        link_id = len(links)
+        links[link_id] = Link(link_id, target, text, domain)
+        _replace_with_text(element, link_marker(link_id, text, domain, page_domain))
+    return links
+
+
+def _has_link(element: lxml.html.HtmlElement) -> bool:
+    return element.find(".//a") is not None
+
+
+def _replace_with_text(element: lxml.html.HtmlElement, text: str) -> None:
+    """Put text where element was (keeping its tail) and remove the element."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    replacement = text + (element.tail or "")
+    previous = element.getprevious()
+    if previous is not None:
+        previous.tail = (previous.tail or "") + replacement
+    else:
+        parent.text = (parent.text or "") + replacement
+    parent.remove(element)
+
+
+def _html_to_text(html: str) -> str:
+    converter = html2text.HTML2Text()
+    converter.body_width = 0
+    converter.ignore_links = True
+    converter.ignore_images = True
+    converter.ignore_emphasis = True
+    converter.unicode_snob = True
+    converter.escape_snob = False
+    converter.single_line_break = False
+    text = str(converter.handle(html))
+    return text.replace("\u00a0", " ")

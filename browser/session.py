@@ -1,0 +1,268 @@
+"""One browsing episode: `reset(question)`, then `step(command_text)` until it is done.
+
+The session is the environment of WebGPT (Table 1, Appendix A). It never raises for
+anything the policy writes or any page the web returns: invalid commands count toward the
+action limit and are otherwise ignored; unreachable pages become error pages.
+"""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from browser import commands as cmd
+from browser.censor import Censor
+from browser.errors import EpisodeOver, InvalidCommand, SearchError
+from browser.events import (
+    BrowserEvent,
+    CollectedQuote,
+    EndEvent,
+    EndReason,
+    FindEvent,
+    InvalidActionEvent,
+    PageEvent,
+    QuoteEvent,
+    ScrollEvent,
+    SearchEvent,
+    SearchResultItem,
+)
+from browser.loader import PageCache
+from browser.observation import answer_prompt, render_observation, scrollbar
+from browser.page import Page
+from browser.render import RenderOptions, error_page, is_blocked, search_results_page
+from browser.search.base import SearchEngine
+
+BLANK_PAGE = Page(url="", title="", lines=(), kind="blank")
+_END_REASONS: dict[str, EndReason] = {
+    "Answer": "answer",
+    "Nonsense": "nonsense",
+    "Controversial": "controversial",
+}
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    max_actions: int = 100  # WebGPT's limit; invalid actions count too
+    quote_budget_chars: int = 2000  # browsing ends when the quotes reach this length
+    window_lines: int = 20  # lines of page text shown at once; scrolling moves by windows
+    search_results: int = 10
+    censor: bool = True  # hide pages that contain the question (10-gram overlap)
+    render: RenderOptions = field(default_factory=RenderOptions)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: str
+    event: BrowserEvent
+    done: bool
+
+
+@dataclass
+class _View:
+    page: Page
+    cursor: int = 0
+
+
+class BrowserSession:
+    """The browser of one episode; pages come from a cache shared by the request's episodes."""
+
+    def __init__(
+        self, engine: SearchEngine, cache: PageCache, config: SessionConfig | None = None
+    ) -> None:
+        self.engine = engine
+        self.cache = cache
+        self.config = config or SessionConfig()
+        self.question = ""
+        self.quotes: list[CollectedQuote] = []
+        self.past_actions: list[str] = []
+        self.actions_taken = 0
+        self.end_reason: EndReason | None = None
+        self._history: list[_View] = []
+        self._view = _View(BLANK_PAGE)
+        self._censor = Censor(())
+
+    # -- public surface -------------------------------------------------------------
+
+    def reset(self, question: str, reference_answer: str | None = None) -> str:
+        """Start a new episode on a blank page; returns the first observation."""
+        self.question = question.strip()
+        self.quotes = []
+        self.past_actions = []
+        self.actions_taken = 0
+        self.end_reason = None
+        self._history = []
+        self._view = _View(BLANK_PAGE)
+        texts = [self.question] + ([reference_answer] if reference_answer else [])
+        self._censor = Censor(texts if self.config.censor else ())
+        return self.observation()
+
+    @property
+    def done(self) -> bool:
+        return self.end_reason is not None
+
+    @property
+    def actions_left(self) -> int:
+        return max(0, self.config.max_actions - self.actions_taken)
+
+    @property
+    def page(self) -> Page:
+        return self._view.page
+
+    def observation(self) -> str:
+        return render_observation(
+            self.question,
+            self.quotes,
+            self.past_actions,
+            self._view.page,
+            self._view.cursor,
+            self.config.window_lines,
+            self.actions_left,
+        )
+
+    async def step(self, command_text: str) -> StepResult:
+        """Apply one command written by the policy."""
+        if self.done:
+            raise EpisodeOver(f"the episode already ended ({self.end_reason})")
+        self.actions_taken += 1
+        try:
+            command = cmd.parse_command(command_text)
+            event = await self._apply(command)
+        except InvalidCommand as error:
+            event = InvalidActionEvent(text=command_text[:500], reason=str(error))
+        if not self.done and self.actions_left == 0:
+            self.end_reason = "action_limit"
+        return StepResult(self.observation(), event, self.done)
+
+    def answer_prompt(self) -> str:
+        """The answer-phase prompt; needs at least one quote."""
+        if not self.quotes:
+            raise EpisodeOver("the answer phase needs at least one quote")
+        return answer_prompt(self.question, self.quotes)
+
+    @property
+    def quote_chars(self) -> int:
+        return sum(len(q.extract) for q in self.quotes)
+
+    # -- commands -------------------------------------------------------------------
+
+    async def _apply(self, command: cmd.Command) -> BrowserEvent:
+        match command:
+            case cmd.Search(query=query):
+                return await self._search(query)
+            case cmd.Click(link_id=link_id):
+                return await self._click(link_id)
+            case cmd.Find(text=text):
+                return self._find(text)
+            case cmd.Quote():
+                return self._quote(command)
+            case cmd.Scroll(direction=direction, amount=amount):
+                return self._scroll(direction, amount)
+            case cmd.Top():
+                self._view.cursor = 0
+                self.past_actions.append("Top")
+                return self._scroll_event()
+            case cmd.Back():
+                return self._back()
+            case cmd.End(reason=reason):
+                self.end_reason = _END_REASONS[reason]
+                self.past_actions.append(f"End: {reason}")
+                return EndEvent(reason=self.end_reason)
+        raise InvalidCommand(f"unsupported command {command!r}")  # unreachable: parse is total
+
+    async def _search(self, query: str) -> SearchEvent:
+        options = self.config.render
+        error: str | None = None
+        try:
+            results = await self.engine.search(query, self.config.search_results)
+            page = search_results_page(query, results, options)
+        except SearchError as failure:
+            error = str(failure)
+            page = Page(
+                url="",
+                title=f"Search results for: {query}",
+                lines=(f"Search failed: {error}",),
+                kind="search",
+            )
+        self._open(page)
+        self.past_actions.append(f"Search {query}")
+        items = [
+            SearchResultItem(link_id=link.id, title=link.text, url=link.url, domain=link.domain)
+            for link in page.links.values()
+        ]
+        return SearchEvent(query=query, results=items, error=error)
+
+    async def _click(self, link_id: int) -> PageEvent:
+        link = self._view.page.links.get(link_id)
+        if link is None:
+            raise InvalidCommand(f"there is no link {link_id} on this page")
+        page = await self.cache.get(link.url)
+        if page.kind not in ("error",) and is_blocked(
+            page.domain, self.config.render.blocked_domains
+        ):
+            page = error_page(page.url, f"Pages on {page.domain} are blocked.")
+        elif page.kind != "error" and self._censor.hits(page):
+            page = error_page(page.url, "This page was censored because it contains the question.")
+        self._open(page)
+        self.past_actions.append(f"Click {link.text} {link.domain}".rstrip())
+        return self._page_event(page, "click")
+
+    def _find(self, text: str) -> FindEvent:
+        line = self._view.page.text_index.find_next(text, self._view.cursor)
+        if line is None:
+            self.past_actions.append(f"Find in page: {text} (not found)")
+            return FindEvent(text=text, found=False)
+        self._view.cursor = line
+        self.past_actions.append(f"Find in page: {text}")
+        return FindEvent(text=text, found=True, line=line)
+
+    def _quote(self, command: cmd.Quote) -> QuoteEvent:
+        page = self._view.page
+        if page.kind in ("blank", "search", "error"):
+            raise InvalidCommand("there is no page to quote from")
+        extract = page.text_index.extract(command.text, command.range)
+        if not extract:
+            self.past_actions.append("Quote (not found)")
+            return QuoteEvent(quote=None, total_chars=self.quote_chars)
+        extract = extract[: self.config.quote_budget_chars - self.quote_chars]
+        quote = CollectedQuote(title=page.title, domain=page.domain, url=page.url, extract=extract)
+        self.quotes.append(quote)
+        self.past_actions.append("Quote")
+        if self.quote_chars >= self.config.quote_budget_chars:
+            self.end_reason = "quote_budget"
+        return QuoteEvent(quote=quote, total_chars=self.quote_chars)
+
+    def _scroll(self, direction: str, amount: int) -> ScrollEvent:
+        lines, window = len(self._view.page.lines), self.config.window_lines
+        cursor = self._view.cursor
+        if direction == "down":
+            cursor = min(cursor + amount * window, max(cursor, lines - window, 0))
+        else:
+            cursor = max(0, cursor - amount * window)
+        self._view.cursor = cursor
+        self.past_actions.append(f"Scrolled {direction} {amount}")
+        return self._scroll_event()
+
+    def _back(self) -> PageEvent:
+        if not self._history:
+            raise InvalidCommand("there is no page to go back to")
+        self._view = self._history.pop()
+        self.past_actions.append("Back")
+        return self._page_event(self._view.page, "back")
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _open(self, page: Page) -> None:
+        if self._view.page.kind != "blank":
+            self._history.append(self._view)
+        self._view = _View(page)
+
+    def _scroll_event(self) -> ScrollEvent:
+        first, last = scrollbar(self._view.page, self._view.cursor, self.config.window_lines)
+        return ScrollEvent(first_line=first, last_line=last)
+
+    def _page_event(self, page: Page, via: Literal["click", "back"]) -> PageEvent:
+        return PageEvent(
+            via=via,
+            url=page.url,
+            title=page.display_title,
+            kind=page.kind,
+            lines=len(page.lines),
+        )

@@ -1,0 +1,1 @@
+"""The reward model: scoring, reranking and training on comparisons (issue #4)."""

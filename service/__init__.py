@@ -1,0 +1,1 @@
+"""The answering service and the `webgpt` command line."""
