@@ -62,10 +62,10 @@ class End:
 Command = Search | Click | Find | Quote | Scroll | Top | Back | End
 
 _PARSERS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], "Command"]]] = [
-    (re.compile(r"Search (\S.*)"), lambda m: Search(m[1].strip())),
+    (re.compile(r"Search +(\S.*)"), lambda m: Search(m[1].strip())),
     (re.compile(r"Clicked on link (\d{1,6})"), lambda m: Click(int(m[1]))),
-    (re.compile(r"Find in page: (\S.*)"), lambda m: Find(m[1].strip())),
-    (re.compile(r"Quote: (\S.*)", re.DOTALL), lambda m: Quote(m[1].strip())),
+    (re.compile(r"Find in page: +(\S.*)"), lambda m: Find(m[1].strip())),
+    (re.compile(r"Quote: +(\S.*)", re.DOTALL), lambda m: Quote(m[1].strip())),
     (re.compile(r"Scrolled (down|up) ([123])"), lambda m: Scroll(m[1], int(m[2]))),  # type: ignore[arg-type]
     (re.compile(r"Top"), lambda m: Top()),
     (re.compile(r"Back"), lambda m: Back()),

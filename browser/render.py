@@ -133,7 +133,7 @@ def render_text(body: bytes, url: str, charset: str | None, options: RenderOptio
 
 def error_page(url: str, message: str) -> Page:
     """What the policy sees when a page cannot be shown; the message is ours, not the page's."""
-    return Page(url=url, title="Error", lines=(message,), kind="error")
+    return Page(url=url, title="Error", lines=wrap_lines(message, WRAP_WIDTH), kind="error")
 
 
 def search_results_page(
@@ -169,6 +169,8 @@ def wrap_lines(text: str, width: int) -> tuple[str, ...]:
     lines: list[str] = []
     for line in text.split("\n"):
         line = line.rstrip()
+        if not line and lines and not lines[-1]:
+            continue  # one blank line between blocks is enough
         if len(line) <= width:
             lines.append(line)
             continue

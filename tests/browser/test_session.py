@@ -1,0 +1,170 @@
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from browser.errors import EpisodeOver, RateLimited
+from browser.loader import PageCache, PageLoader
+from browser.observation import answer_prompt
+from browser.search.base import SearchResult
+from browser.session import BrowserSession, SessionConfig
+from browser.workers import RenderWorkers
+from tests.browser.fakes import SITE, FixtureWeb
+
+
+@pytest.fixture(scope="module")
+def workers() -> Iterator[RenderWorkers]:
+    pool = RenderWorkers(size=1)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def web() -> FixtureWeb:
+    return FixtureWeb()
+
+
+def make_session(web: FixtureWeb, workers: RenderWorkers, **config: object) -> BrowserSession:
+    cache = PageCache(PageLoader(fetcher=web, workers=workers))
+    return BrowserSession(web, cache, SessionConfig(**config))  # type: ignore[arg-type]
+
+
+async def open_page(session: BrowserSession, name: str) -> None:
+    await session.step(f"Search {name}")
+    result = await session.step("Clicked on link 0")
+    assert result.event.type == "page" and result.event.kind == "html"
+
+
+async def test_invalid_actions_count_and_change_nothing(web: FixtureWeb, workers: RenderWorkers) -> None:
+    session = make_session(web, workers, max_actions=5)
+    session.reset("q")
+    before = session.observation()
+    result = await session.step("please show me the answer")
+    assert result.event.type == "invalid_action"
+    assert not result.done
+    assert result.observation == before.replace("Actions left: 5", "Actions left: 4")
+    for text in ("Clicked on link 7", "Back", "Quote: anything"):  # no page, no history
+        assert (await session.step(text)).event.type == "invalid_action"
+    last = await session.step("Top")
+    assert last.done and session.end_reason == "action_limit"
+    with pytest.raises(EpisodeOver):
+        await session.step("Top")
+
+
+async def test_quote_budget_ends_browsing_and_caps_the_quotes(
+    web: FixtureWeb, workers: RenderWorkers
+) -> None:
+    session = make_session(web, workers, quote_budget_chars=50)
+    session.reset("q")
+    await open_page(session, "article")
+    first = await session.step("Quote: the secret ingredient is patience")
+    assert not first.done
+    second = await session.step("Quote: Paragraph 12.━number 13")
+    assert second.done and session.end_reason == "quote_budget"
+    assert session.quote_chars == 50
+
+
+async def test_answer_prompt_has_the_exact_format(web: FixtureWeb, workers: RenderWorkers) -> None:
+    session = make_session(web, workers)
+    session.reset("Why bake bread?")
+    with pytest.raises(EpisodeOver):
+        session.answer_prompt()
+    await open_page(session, "article")
+    await session.step("Quote: the secret ingredient is patience")
+    result = await session.step("End: Answer")
+    assert result.done and session.end_reason == "answer"
+    assert session.answer_prompt() == (
+        "Why bake bread?■[1] A long article about bread (site.example)\n\n"
+        "the secret ingredient is patience■"
+    )
+    assert session.answer_prompt() == answer_prompt(session.question, session.quotes)
+
+
+@pytest.mark.parametrize("reason", ["Nonsense", "Controversial"])
+async def test_end_without_answer(reason: str, web: FixtureWeb, workers: RenderWorkers) -> None:
+    session = make_session(web, workers)
+    session.reset("q")
+    result = await session.step(f"End: {reason}")
+    assert result.done and session.end_reason == reason.lower()
+
+
+async def test_pages_containing_the_question_are_censored(
+    web: FixtureWeb, workers: RenderWorkers
+) -> None:
+    question = "Is it true that paragraph 9. Kneading develops the gluten network that traps gas?"
+    session = make_session(web, workers)
+    session.reset(question)
+    await session.step("Search article")
+    result = await session.step("Clicked on link 0")
+    assert result.event.type == "page" and result.event.kind == "error"
+    assert "censored" in result.observation
+
+    uncensored = make_session(web, workers, censor=False)
+    uncensored.reset(question)
+    await uncensored.step("Search article")
+    assert (await uncensored.step("Clicked on link 0")).event.kind == "html"  # type: ignore[union-attr]
+
+
+async def test_reference_answer_censors_too(web: FixtureWeb, workers: RenderWorkers) -> None:
+    session = make_session(web, workers)
+    session.reset(
+        "q", reference_answer="The baker said: the secret ingredient is patience, and time does"
+    )
+    await session.step("Search article")
+    assert (await session.step("Clicked on link 0")).event.kind == "error"  # type: ignore[union-attr]
+
+
+class _ListEngine:
+    def __init__(self, results: list[SearchResult]) -> None:
+        self.results = results
+
+    async def search(self, query: str, count: int) -> list[SearchResult]:
+        return self.results[:count]
+
+
+class _FailingEngine:
+    async def search(self, query: str, count: int) -> list[SearchResult]:
+        raise RateLimited("engine rate limit reached", retry_after=3)
+
+
+async def test_search_results_drop_blocked_domains(web: FixtureWeb, workers: RenderWorkers) -> None:
+    engine = _ListEngine(
+        [
+            SearchResult("Reddit thread", "https://www.reddit.com/r/x", "no"),
+            SearchResult("Quora answer", "https://quora.com/q", "no"),
+            SearchResult("Good page", f"{SITE}article.html", "yes <b>bold</b>"),
+        ]
+    )
+    session = BrowserSession(engine, PageCache(PageLoader(fetcher=web, workers=workers)))
+    session.reset("q")
+    result = await session.step("Search anything")
+    assert [r.title for r in result.event.results] == ["Good page"]  # type: ignore[union-attr]
+    assert "reddit" not in result.observation and "quora" not in result.observation
+    assert "【0†Good page†site.example】" in result.observation
+
+
+async def test_search_failure_is_an_error_page_not_a_crash(
+    web: FixtureWeb, workers: RenderWorkers
+) -> None:
+    session = BrowserSession(_FailingEngine(), PageCache(PageLoader(fetcher=web, workers=workers)))
+    session.reset("q")
+    result = await session.step("Search crows")
+    assert result.event.type == "search" and result.event.error == "engine rate limit reached"
+    assert "Search failed: engine rate limit reached" in result.observation
+    assert not result.done
+
+
+async def test_episodes_of_a_request_share_one_fetch_per_url(workers: RenderWorkers) -> None:
+    web = FixtureWeb(delay_s=0.05)
+    cache = PageCache(PageLoader(fetcher=web, workers=workers))
+    sessions = [BrowserSession(web, cache) for _ in range(4)]
+
+    async def browse(session: BrowserSession) -> None:
+        session.reset("q")
+        await session.step("Search article")
+        await session.step("Clicked on link 0")
+
+    await asyncio.gather(*(browse(s) for s in sessions))
+    assert web.fetches == {f"{SITE}article.html": 1}
+    assert cache.misses == 1 and cache.hits == 3
+    assert all(s.page.title == "A long article about bread" for s in sessions)
