@@ -16,6 +16,7 @@ from browser.corpus import (
     wikipedia_pages,
 )
 from browser.errors import BrowserError
+from browser.netguard import AllowList
 from browser.offline import OfflineWeb, default_store_path
 from browser.web import ENGINES, Web, WebOptions
 
@@ -82,6 +83,7 @@ def _add_web_arguments(parser: argparse.ArgumentParser, with_engine: bool) -> No
         )
     parser.add_argument(
         "--allow",
+        type=_allow_entry,
         action="append",
         default=[],
         metavar="HOST[:PORT]",
@@ -94,6 +96,14 @@ def _add_web_arguments(parser: argparse.ArgumentParser, with_engine: bool) -> No
         help="render with Chromium: when the HTML has no text (auto), never, always",
     )
     parser.add_argument("--store", type=Path, default=None, help="offline web file")
+
+
+def _allow_entry(spec: str) -> str:
+    try:
+        AllowList.parse([spec])
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return spec
 
 
 def _web_options(args: argparse.Namespace, engine: str | None) -> WebOptions:

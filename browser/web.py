@@ -89,7 +89,10 @@ class Web:
         if options.engine is not None and options.engine not in ENGINES:
             raise BrowserError(f"unknown engine {options.engine!r}; one of {sorted(ENGINES)}")
         self.options = options
-        policy = AddressPolicy(allow=AllowList.parse(options.allow))
+        try:
+            policy = AddressPolicy(allow=AllowList.parse(options.allow))
+        except ValueError as error:
+            raise BrowserError(f"bad allow entry (WEBGPT_ALLOW or --allow): {error}") from error
         self.http = HttpFetcher(policy=policy, limits=options.limits)
         # Pages of the offline web are served locally whenever it is built, whatever the
         # engine; the offline engine needs it.

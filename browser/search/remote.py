@@ -33,7 +33,7 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 @dataclass
-class _JsonApi:
+class JsonSearchApi:
     """Shared GET-JSON-with-errors plumbing of the remote engines."""
 
     name: str
@@ -99,7 +99,7 @@ def _results(items: Any, title_key: str, snippet_key: str, count: int) -> list[S
 
 
 @dataclass
-class SearxngSearch(_JsonApi):
+class SearxngSearch(JsonSearchApi):
     """A SearXNG instance with `search.formats: [json]` enabled in its settings."""
 
     base_url: str = "http://127.0.0.1:8888"
@@ -117,7 +117,7 @@ class SearxngSearch(_JsonApi):
 
 
 @dataclass
-class BraveSearch(_JsonApi):
+class BraveSearch(JsonSearchApi):
     """Brave Search API (web search endpoint)."""
 
     api_key: str = ""
@@ -141,7 +141,7 @@ class BraveSearch(_JsonApi):
 
 
 @dataclass
-class BingSearch(_JsonApi):
+class BingSearch(JsonSearchApi):
     """The Bing Web Search v7 API, or any service that speaks its format."""
 
     api_key: str = ""

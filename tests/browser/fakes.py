@@ -35,6 +35,8 @@ class FixtureWeb:
     async def search(self, query: str, count: int) -> list[SearchResult]:
         names = sorted(p.stem for p in self.pages.glob("*.html") if query.lower() in p.stem)
         return [
-            SearchResult(title=f"The {name} page", url=f"{SITE}{name}.html", snippet=f"About {name}.")
+            SearchResult(
+                title=f"The {name} page", url=f"{SITE}{name}.html", snippet=f"About {name}."
+            )
             for name in names
         ][:count]

@@ -7,8 +7,13 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.responses import StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 PAGES = Path(__file__).parent.parent / "data" / "pages"
@@ -16,10 +21,14 @@ PAGES = Path(__file__).parent.parent / "data" / "pages"
 
 def minimal_pdf(text_lines: list[str]) -> bytes:
     """A valid one-page PDF showing text_lines (correct xref offsets, Helvetica)."""
-    content = "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join(
-        "(" + line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ") '"
-        for line in text_lines
-    ) + " ET"
+    content = (
+        "BT /F1 12 Tf 72 720 Td 14 TL "
+        + " ".join(
+            "(" + line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ") '"
+            for line in text_lines
+        )
+        + " ET"
+    )
     objects = [
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -37,7 +46,9 @@ def minimal_pdf(text_lines: list[str]) -> bytes:
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     for offset in offsets:
         out += f"{offset:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
     return bytes(out)
 
 
@@ -73,8 +84,12 @@ async def gzip_bomb(request: Request) -> Response:
 
 
 async def gzipped_page(request: Request) -> Response:
-    html = b"<html><head><title>Zipped</title></head><body><p>Compressed fine words.</p></body></html>"
-    return Response(gzip.compress(html), media_type="text/html", headers={"content-encoding": "gzip"})
+    html = (
+        b"<html><head><title>Zipped</title></head><body><p>Compressed fine words.</p></body></html>"
+    )
+    return Response(
+        gzip.compress(html), media_type="text/html", headers={"content-encoding": "gzip"}
+    )
 
 
 async def huge(request: Request) -> Response:
@@ -96,7 +111,10 @@ async def image(request: Request) -> Response:
 
 
 async def octet_html(request: Request) -> Response:
-    body = b"<!DOCTYPE html><html><head><title>Sniffed</title></head><body><p>Served as bytes.</p></body></html>"
+    body = (
+        b"<!DOCTYPE html><html><head><title>Sniffed</title></head>"
+        b"<body><p>Served as bytes.</p></body></html>"
+    )
     return Response(body, media_type="application/octet-stream")
 
 
@@ -113,6 +131,31 @@ async def plain(request: Request) -> Response:
 
 async def api_data(request: Request) -> Response:
     return PlainTextResponse("Loaded by script: the sky is green on Tuesdays.")
+
+
+async def script_page(request: Request) -> Response:
+    """A page whose text exists only after its script ran; it also tries to reach the
+    internal service (by fetch, image, iframe and WebSocket), which must all fail."""
+    internal = request.query_params.get("internal", "http://127.0.0.1:9")
+    ws_internal = internal.replace("http://", "ws://")
+    html = f"""<!DOCTYPE html><html><head><title>Script page</title></head>
+<body><div id="app"></div>
+<script>
+  const app = document.getElementById("app");
+  app.innerHTML = "<h1>Built by JavaScript</h1><p>Crows remember faces for years.</p>";
+  fetch("/api/data").then(r => r.text()).then(t => {{
+    const p = document.createElement("p"); p.textContent = t; app.appendChild(p);
+  }});
+  fetch("{internal}/from-fetch").then(r => r.text()).then(t => {{
+    const p = document.createElement("p"); p.textContent = "LEAKED " + t; app.appendChild(p);
+  }}).catch(() => {{}});
+  new Image().src = "{internal}/from-image";
+  const frame = document.createElement("iframe"); frame.src = "{internal}/from-iframe";
+  document.body.appendChild(frame);
+  try {{ new WebSocket("{ws_internal}/from-websocket"); }} catch (e) {{}}
+  navigator.serviceWorker && navigator.serviceWorker.register("/sw.js").catch(() => {{}});
+</script></body></html>"""
+    return HTMLResponse(html)
 
 
 async def missing(request: Request) -> Response:
@@ -136,6 +179,7 @@ def fixture_app() -> Starlette:
             Route("/plain.txt", plain),
             Route("/api/data", api_data),
             Route("/missing", missing),
+            Route("/script", script_page),
         ]
     )
 

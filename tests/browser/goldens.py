@@ -27,7 +27,9 @@ def golden_names() -> list[str]:
 async def transcript(name: str, workers: RenderWorkers) -> str:
     """Search for the page, open it, then run its commands; everything the policy sees."""
     web = FixtureWeb()
-    session = BrowserSession(web, PageCache(PageLoader(fetcher=web, workers=workers)), SessionConfig())
+    session = BrowserSession(
+        web, PageCache(PageLoader(fetcher=web, workers=workers)), SessionConfig()
+    )
     parts = [session.reset(QUESTION)]
     commands = [f"Search {name}", "Clicked on link 0"]
     commands += (PAGES / f"{name}.commands").read_text().splitlines()

@@ -42,7 +42,9 @@ async def test_html_page_is_fetched_and_rendered(site: str, loader: PageLoader) 
     page = await loader.load(f"{site}/pages/links.html")
     assert page.kind == "html"
     assert page.title == "Crows and their gifts"
-    assert any("【1†Outside My Window†www.birdsoutsidemywindow.org】" in line for line in page.lines)
+    assert any(
+        "【1†Outside My Window†www.birdsoutsidemywindow.org】" in line for line in page.lines
+    )
 
 
 async def test_loopback_is_refused_unless_allowed(site: str) -> None:

@@ -69,7 +69,9 @@ def test_urls_that_are_not_plain_http_are_refused(url: str) -> None:
 
 
 async def test_a_dns_answer_with_any_private_address_refuses_the_host() -> None:
-    async def rebinding_resolver(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    async def rebinding_resolver(
+        host: str, port: int
+    ) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         return [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("10.0.0.7")]
 
     policy = AddressPolicy(resolve=rebinding_resolver)

@@ -35,7 +35,9 @@ async def open_page(session: BrowserSession, name: str) -> None:
     assert result.event.type == "page" and result.event.kind == "html"
 
 
-async def test_invalid_actions_count_and_change_nothing(web: FixtureWeb, workers: RenderWorkers) -> None:
+async def test_invalid_actions_count_and_change_nothing(
+    web: FixtureWeb, workers: RenderWorkers
+) -> None:
     session = make_session(web, workers, max_actions=5)
     session.reset("q")
     before = session.observation()

@@ -1,0 +1,67 @@
+"""Script-built pages in real Chromium, with every sub-request through the SSRF guard."""
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from browser.chromium import ChromiumRenderer
+from browser.fetch import FetchLimits, HttpFetcher
+from browser.loader import PageLoader
+from browser.netguard import AddressPolicy, AllowList
+from browser.workers import RenderWorkers
+from tests.browser.fixture_site import HitCounter
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def workers() -> Iterator[RenderWorkers]:
+    pool = RenderWorkers(size=1)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+async def renderer(site: str) -> AsyncIterator[ChromiumRenderer]:
+    policy = AddressPolicy(allow=AllowList.parse([urlsplit(site).netloc]))
+    http = HttpFetcher(policy=policy, limits=FetchLimits(deadline_s=5))
+    chromium = ChromiumRenderer(http, settle_ms=1500)
+    yield chromium
+    await chromium.aclose()
+    await http.aclose()
+
+
+async def test_script_built_page_renders_and_internal_service_is_never_reached(
+    site: str, renderer: ChromiumRenderer, workers: RenderWorkers, internal: tuple[str, HitCounter]
+) -> None:
+    internal_url, counter = internal
+    loader = PageLoader(fetcher=renderer.fetcher, workers=workers, js=renderer, js_mode="auto")
+    page = await loader.load(f"{site}/script?internal={quote(internal_url, safe='')}")
+    text = "\n".join(page.lines)
+    assert page.kind == "html", text
+    assert "Built by JavaScript" in text and "Crows remember faces for years." in text
+    assert "the sky is green on Tuesdays" in text  # its own sub-request went through our fetcher
+    assert "LEAKED" not in text
+    await asyncio.sleep(0.5)  # anything in flight would have landed by now
+    assert counter.hits == 0
+
+
+async def test_static_pages_do_not_start_chromium(
+    site: str, renderer: ChromiumRenderer, workers: RenderWorkers
+) -> None:
+    loader = PageLoader(fetcher=renderer.fetcher, workers=workers, js=renderer, js_mode="auto")
+    page = await loader.load(f"{site}/pages/article.html")
+    assert page.title == "A long article about bread"
+    assert renderer._browser is None  # the static HTML had text, so no browser was launched
+
+
+async def test_chromium_navigation_to_a_blocked_address_is_an_error_page(
+    renderer: ChromiumRenderer, workers: RenderWorkers, internal: tuple[str, HitCounter]
+) -> None:
+    internal_url, counter = internal
+    loader = PageLoader(fetcher=renderer.fetcher, workers=workers, js=renderer, js_mode="always")
+    page = await loader.load(f"{internal_url}/direct")
+    assert page.kind == "error"
+    assert counter.hits == 0

@@ -1,0 +1,178 @@
+"""The offline web: building, searching and browsing it, as the embedded default does."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from browser.corpus import build_corpus, folder_pages, wiki_url, wikipedia_pages
+from browser.errors import CorpusError
+from browser.offline import OfflineWeb, fts_query
+from browser.web import Web, WebOptions
+
+PAGES = Path(__file__).parent.parent / "data" / "pages"
+SUMMARIES = {
+    "Crow": {
+        "title": "Crow",
+        "extract": "Crows are birds of the genus Corvus, related to the Raven "
+        "and found on every continent except Antarctica.",
+        "description": "Genus of birds",
+        "topic": "Biology",
+    },
+    "Raven": {
+        "title": "Raven",
+        "extract": "A Raven is a large black bird; ravens and crows are both in the genus Corvus.",
+        "description": "Bird",
+        "topic": "Biology",
+    },
+    "Antarctica": {
+        "title": "Antarctica",
+        "extract": "Antarctica is Earth's southernmost continent.",
+        "description": "Continent",
+        "topic": "Geography",
+    },
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    summaries = tmp_path / "summaries.json"
+    summaries.write_text(json.dumps(SUMMARIES))
+    out = tmp_path / "web.sqlite"
+    progress: list[tuple[str, int, int]] = []
+    total = build_corpus(
+        out,
+        [
+            ("wikipedia", wikipedia_pages(summaries)),
+            ("fixtures", folder_pages(PAGES, "https://fixtures.example/docs", "fixtures")),
+        ],
+        lambda *event: progress.append(event),
+    )
+    assert total == 3 + 6  # three articles; three HTML pages and their .txt goldens
+    assert ("wikipedia", 3, 1) in progress and ("fixtures", 6, 1) in progress
+    return out
+
+
+@pytest.fixture
+async def web(store: Path) -> AsyncIterator[Web]:
+    opened = Web(
+        WebOptions(engine="offline", offline_store=store, offline_only=True, js_mode="never")
+    )
+    yield opened
+    await opened.aclose()
+
+
+def test_wiki_pages_link_other_articles_and_carry_attribution(tmp_path: Path) -> None:
+    summaries = tmp_path / "s.json"
+    summaries.write_text(json.dumps(SUMMARIES))
+    crow = next(p for p in wikipedia_pages(summaries) if p.title == "Crow")
+    html = crow.body.decode()
+    assert crow.url == "https://en.wikipedia.org/wiki/Crow"
+    assert f'<a href="{wiki_url("Raven")}">Raven</a>' in html
+    assert f'<a href="{wiki_url("Antarctica")}">Antarctica</a>' in html
+    assert "CC BY-SA 4.0" in html
+
+
+def test_fts_query_cannot_inject_fts_syntax() -> None:
+    assert fts_query('crow" OR title:* NEAR(') == '"crow" OR "or" OR "title" OR "near"'
+    assert fts_query("?!") is None
+
+
+async def test_search_click_and_link_between_pages(web: Web) -> None:
+    session = web.session()
+    session.reset("Which continent has no crows?")
+    result = await session.step("Search crows genus corvus")
+    titles = [r.title for r in result.event.results]  # type: ignore[union-attr]
+    assert titles[:2] == ["Crow", "Raven"] or titles[:2] == ["Raven", "Crow"]
+    crow_id = titles.index("Crow")
+    opened = await session.step(f"Clicked on link {crow_id}")
+    assert "Crow (en.wikipedia.org)" in opened.observation
+    assert "【1†Antarctica】" in opened.observation  # same domain: no domain in the marker
+    followed = await session.step("Clicked on link 1")
+    assert followed.event.url == wiki_url("Antarctica")  # type: ignore[union-attr]
+    quote = await session.step("Quote: southernmost continent")
+    assert quote.event.quote.url == wiki_url("Antarctica")  # type: ignore[union-attr]
+
+
+async def test_folder_pages_keep_their_urls_and_relative_links(web: Web) -> None:
+    session = web.session()
+    session.reset("q")
+    result = await session.step("Search keyword iskeyword")
+    urls = [r.url for r in result.event.results]  # type: ignore[union-attr]
+    assert "https://fixtures.example/docs/sphinx-keyword.html" in urls
+    page = await web.loader.load("https://fixtures.example/docs/sphinx-keyword.html#anchor")
+    assert page.title.startswith("keyword")
+    missing = await web.loader.load("https://fixtures.example/docs/nope.html")
+    assert missing.kind == "error" and "not in the offline web" in missing.lines[0]
+
+
+def test_missing_or_broken_store_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CorpusError, match="webgpt corpus build"):
+        OfflineWeb(tmp_path / "absent.sqlite")
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(CorpusError, match="not an offline-web file"):
+        OfflineWeb(broken)
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE x (y)").connection.close()
+    with pytest.raises(CorpusError):
+        OfflineWeb(other)
+
+
+def test_build_replaces_the_store_atomically(tmp_path: Path, store: Path) -> None:
+    before = OfflineWeb(store).page_count()
+
+    def failing_pages():  # type: ignore[no-untyped-def]
+        yield from folder_pages(PAGES, "https://x.example/", "x")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        build_corpus(store, [("x", failing_pages())])
+    assert OfflineWeb(store).page_count() == before  # the old file is intact
+
+
+@pytest.mark.slow
+def test_embedded_default_builds_and_browses_from_the_cli(tmp_path: Path) -> None:
+    """The real thing: the registry package and the Debian docs, through `webgpt`."""
+    env = {"WEBGPT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    webgpt = [sys.executable, "-m", "service.cli"]
+    built = subprocess.run(
+        [*webgpt, "corpus", "build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "python-docs: 527 pages done" in built.stderr
+    pages = int(built.stderr.rsplit("offline web: ", 1)[1].split()[0])
+    assert pages > 10_000
+    commands = "\n".join(
+        [
+            "Search json dumps",
+            "Clicked on link 0",
+            "Quote: Serialize obj to a JSON formatted str",
+            "End: Answer",
+        ]
+    )
+    browsed = subprocess.run(
+        [*webgpt, "browse", "--question", "What does json.dumps do?", "--js", "never"],
+        input=commands,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert browsed.returncode == 0, browsed.stderr
+    out = browsed.stdout
+    assert "json — JSON encoder and decoder — Python 3.11.2 documentation (docs.python.org)" in out
+    assert out.rstrip().endswith(
+        "What does json.dumps do?■[1] json — JSON encoder and decoder — Python 3.11.2 "
+        "documentation (docs.python.org)\n\nSerialize obj to a JSON formatted str■"
+    )

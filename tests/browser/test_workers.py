@@ -1,0 +1,44 @@
+import time
+
+import pytest
+
+from browser.errors import RenderError
+from browser.workers import RenderWorkers, WorkerLimits
+
+
+def _sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return "slept"
+
+
+def _allocate(megabytes: int) -> int:
+    return len(bytearray(megabytes * 1024 * 1024))
+
+
+def _fail() -> None:
+    raise ValueError("bad document")
+
+
+async def test_overrunning_task_is_killed_and_the_pool_recovers() -> None:
+    workers = RenderWorkers(size=1, limits=WorkerLimits(task_timeout_s=1.0))
+    try:
+        assert await workers.run(_sleep, 0) == "slept"
+        started = time.monotonic()
+        with pytest.raises(RenderError, match="longer than"):
+            await workers.run(_sleep, 60)
+        assert time.monotonic() - started < 10
+        assert await workers.run(_sleep, 0) == "slept"  # a fresh worker took its place
+    finally:
+        workers.close()
+
+
+async def test_memory_limit_and_task_errors_are_render_errors() -> None:
+    workers = RenderWorkers(size=1, limits=WorkerLimits(memory_bytes=512 * 1024**2))
+    try:
+        with pytest.raises(RenderError, match="memory"):
+            await workers.run(_allocate, 2048)
+        with pytest.raises(RenderError, match="ValueError: bad document"):
+            await workers.run(_fail)
+        assert await workers.run(_allocate, 1) == 1024 * 1024
+    finally:
+        workers.close()
