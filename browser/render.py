@@ -14,6 +14,7 @@ HTML pipeline, in order:
 4. html2text for the rest, then wrap long lines without splitting a link marker.
 """
 
+import codecs
 import copy
 import re
 import textwrap
@@ -83,6 +84,8 @@ _UNWRAPPED_TAGS = (
     "label",
 )
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+# Cheap pre-check for neutralize(): the characters it can change.
+_NEEDS_NEUTRALIZING = re.compile(r"[【】†♦■━<\[]")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _PROTECTED_MARKER = re.compile(r"【[^】]*】")
 _NBSP_MARK = "\x00"
@@ -101,6 +104,11 @@ def is_blocked(domain: str, blocked_domains: Collection[str]) -> bool:
 
 def render_html(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:
     """Render an HTML document as the policy sees it."""
+    if charset is not None:
+        # The header's charset wins over <meta>; lxml only knows iconv's names, and a
+        # hostile server can send any name, so decode here and hand lxml UTF-8.
+        body = body.decode(_codec(charset), errors="replace").encode("utf-8")
+        charset = "utf-8"
     parser = lxml.html.HTMLParser(encoding=charset, remove_comments=True, remove_pis=True)
     try:
         doc = lxml.html.document_fromstring(body, parser=parser, base_url=url)
@@ -112,23 +120,33 @@ def render_html(body: bytes, url: str, charset: str | None, options: RenderOptio
     content = _main_content(doc, base)
     if content is None:
         return Page(url=url, title=title, lines=(), kind="html")
+    # Unwrapping first merges the many small text nodes of highlighted code, so the
+    # per-node work below touches far fewer nodes.
+    lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
     links = _convert_inline(content, base, domain_of(url), options)
     for element in content.iter(lxml.etree.Element):
         element.attrib.clear()
-    lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
     text = _html_to_text(lxml.html.tostring(content, encoding="unicode"))
     return Page(url=url, title=title, lines=wrap_lines(text, options.wrap_width), links=links)
 
 
 def render_text(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:
     """Plain text is shown as it is (neutralised and wrapped)."""
-    text = neutralize(body.decode(charset or "utf-8", errors="replace"))
+    text = neutralize(body.decode(_codec(charset), errors="replace"))
     return Page(
         url=url,
         title=_last_path_segment(url),
         lines=wrap_lines(text, options.wrap_width),
         kind="text",
     )
+
+
+def _codec(charset: str | None) -> str:
+    """A Python codec for a declared charset; unknown names fall back to UTF-8."""
+    try:
+        return codecs.lookup(charset or "utf-8").name
+    except LookupError:
+        return "utf-8"
 
 
 def error_page(url: str, message: str) -> Page:
@@ -187,8 +205,12 @@ def wrap_lines(text: str, width: int) -> tuple[str, ...]:
     return tuple(lines)
 
 
+_TEXT_LENGTH = lxml.etree.XPath("string-length(normalize-space(.))")
+
+
 def text_length(element: lxml.html.HtmlElement) -> int:
-    return len("".join(element.itertext()).split()) if element is not None else 0
+    """Characters of text, whitespace runs counted once (computed in C by libxml2)."""
+    return int(_TEXT_LENGTH(element))
 
 
 def _base_url(doc: lxml.html.HtmlElement, url: str) -> str:
@@ -251,12 +273,13 @@ def _convert_inline(
 ) -> dict[int, Link]:
     """Neutralise text, then replace links, images, sup and sub by their text forms."""
     for element in content.iter():
-        if element.text:
+        if element.text and _NEEDS_NEUTRALIZING.search(element.text):
             element.text = neutralize(element.text)
-        if element.tail:
+        if element.tail and _NEEDS_NEUTRALIZING.search(element.tail):
             element.tail = neutralize(element.tail)
     links: dict[int, Link] = {}
     page_url = urldefrag(base)[0]
+    targets: dict[str, str] = {}  # href -> absolute URL; pages repeat the same hrefs a lot
     for element in list(content.iter("a", "img", "sup", "sub")):
         if element.tag == "img":
             alt = " ".join((element.get("alt") or "").split())
@@ -270,7 +293,9 @@ def _convert_inline(
             continue
         text = " ".join("".join(element.itertext()).split())
         href = element.get("href")
-        target = urldefrag(urljoin(base, href))[0] if href else ""
+        if href and href not in targets:
+            targets[href] = urldefrag(urljoin(base, href))[0]
+        target = targets[href] if href else ""
         domain = domain_of(target)
         usable = (
             text
@@ -308,8 +333,17 @@ def _replace_with_text(element: lxml.html.HtmlElement, text: str) -> None:
     parent.remove(element)
 
 
+class _PlainText(html2text.HTML2Text):
+    """html2text without Markdown escaping: the policy reads and quotes the page's own text,
+    so "256." must stay "256." and "*args" must stay "*args"."""
+
+    def handle_data(self, data: str, entity_char: bool = False) -> None:
+        # entity_char is the only switch html2text has that skips escape_md_section.
+        super().handle_data(data, entity_char=True)
+
+
 def _html_to_text(html: str) -> str:
-    converter = html2text.HTML2Text()
+    converter = _PlainText()
     converter.body_width = 0
     converter.ignore_links = True
     converter.ignore_images = True

@@ -1,0 +1,169 @@
+"""Browser benchmark: render time, main-text retention, fetch throughput with the shared
+page cache, and memory. Prints figures; docs/benchmarks.md records them.
+
+    .venv/bin/python benchmarks/browser_bench.py [--pages 200] [--docs DIR]
+
+Render: every strategy runs in this process on the same Sphinx pages (a seeded sample of
+the Python 3.11 docs) so the figures compare like with like:
+- ours: browser.render.render_html (declared main / readability / body, then html2text);
+- whole-page html2text: lxml parse + html2text over the whole page, an approximation of
+  gpt-oss simple_browser's processing (lxml + html2text, no readability);
+- readability + html2text: readability's summary, then html2text.
+Retention: share of the words of Sphinx's `[role=main]` element (the ground-truth main
+text) that each output keeps, as a multiset.
+
+Fetch: a real HTTP server on 127.0.0.1 serves the same pages; 4 episodes open the same 50
+pages concurrently, once with one shared PageCache (as one request does) and once with a
+cache each.
+"""
+
+import argparse
+import asyncio
+import random
+import re
+import resource
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import html2text
+import lxml.html
+from readability import Document
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.servers
+
+from browser.fetch import FetchLimits, HttpFetcher
+from browser.loader import PageCache, PageLoader
+from browser.netguard import AddressPolicy, AllowList
+from browser.render import RenderOptions, render_html
+from browser.workers import RenderWorkers
+
+WORD = re.compile(r"\w+")
+URL = "https://docs.python.org/3.11/"
+
+
+def html_to_text(html: str) -> str:
+    converter = html2text.HTML2Text()
+    converter.body_width = 0
+    converter.ignore_links = True
+    converter.ignore_images = True
+    return str(converter.handle(html))
+
+
+def whole_page(raw: bytes, url: str) -> str:
+    doc = lxml.html.document_fromstring(raw)
+    return html_to_text(lxml.html.tostring(doc, encoding="unicode"))
+
+
+def readability_page(raw: bytes, url: str) -> str:
+    return html_to_text(Document(raw, url=url).summary(html_partial=True))
+
+
+def ours(raw: bytes, url: str) -> str:
+    return "\n".join(render_html(raw, url, None, RenderOptions()).lines)
+
+
+def main_words(raw: bytes) -> Counter[str]:
+    doc = lxml.html.document_fromstring(raw)
+    main = doc.xpath("//*[@role='main']") or doc.xpath("//body")
+    return Counter(WORD.findall(main[0].text_content().lower()))
+
+
+def retention(expected: Counter[str], text: str) -> float:
+    got = Counter(WORD.findall(text.lower()))
+    total = sum(expected.values())
+    return sum(min(n, got[w]) for w, n in expected.items()) / total if total else 1.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_render(files: list[Path]) -> None:
+    strategies: dict[str, Callable[[bytes, str], str]] = {
+        "ours (declared main/readability/body + html2text)": ours,
+        "whole-page html2text (gpt-oss-like)": whole_page,
+        "readability + html2text": readability_page,
+    }
+    print(f"render, {len(files)} Python-docs pages, in-process, single core")
+    print(f"  {'strategy':52} {'p50 ms':>7} {'p95 ms':>7} {'keep':>6} {'<90%':>5}")
+    pages = [(f.read_bytes(), URL + f.name) for f in files]
+    expected = [main_words(raw) for raw, _ in pages]
+    for name, render in strategies.items():
+        times, kept = [], []
+        for (raw, url), words in zip(pages, expected, strict=True):
+            start = time.perf_counter()
+            text = render(raw, url)
+            times.append((time.perf_counter() - start) * 1000)
+            kept.append(retention(words, text))
+        low = sum(k < 0.9 for k in kept)
+        print(
+            f"  {name:52} {percentile(times, 0.5):7.1f} {percentile(times, 0.95):7.1f}"
+            f" {statistics.mean(kept):6.1%} {low:5d}"
+        )
+
+
+async def bench_fetch(files: list[Path], root: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.staticfiles import StaticFiles
+
+    from tests.servers import serve
+
+    app = Starlette()
+    app.mount("/", StaticFiles(directory=root))
+    urls_rel = [f.relative_to(root).as_posix() for f in files[:50]]
+    with serve(app) as base:
+        allow = AllowList.parse([base.removeprefix("http://")])
+        http = HttpFetcher(policy=AddressPolicy(allow=allow), limits=FetchLimits())
+        workers = RenderWorkers(size=2)
+        loader = PageLoader(fetcher=http, workers=workers)
+        urls = [f"{base}/{u}" for u in urls_rel]
+        await loader.load(urls[0])  # start the workers outside the timing
+        try:
+            for label, shared in (("one shared cache", True), ("a cache per episode", False)):
+                common = PageCache(loader)
+                caches = [common if shared else PageCache(loader) for _ in range(4)]
+
+                async def episode(cache: PageCache) -> None:
+                    for url in urls:
+                        await cache.get(url)
+
+                start = time.perf_counter()
+                await asyncio.gather(*(episode(c) for c in caches))
+                elapsed = time.perf_counter() - start
+                loads = sum(c.misses for c in set(caches))
+                print(
+                    f"  4 episodes x {len(urls)} pages, {label:20}: {elapsed:5.2f} s,"
+                    f" {4 * len(urls) / elapsed:6.1f} page views/s, {loads} fetch+render"
+                )
+        finally:
+            await http.aclose()
+            workers.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--docs", type=Path, default=Path("/usr/share/doc/python3.11/html"))
+    parser.add_argument("--pages", type=int, default=200)
+    args = parser.parse_args()
+    files = sorted(
+        p for p in args.docs.rglob("*.html") if not any(part.startswith("_") for part in p.parts)
+    )
+    random.seed(0)
+    sample = random.sample(files, min(args.pages, len(files)))
+    bench_render(sample)
+    print("fetch through real HTTP on 127.0.0.1, render in 2 worker processes")
+    asyncio.run(bench_fetch(sample, args.docs))
+    self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"memory: peak RSS {self_mb:.0f} MiB (this process), {child_mb:.0f} MiB (largest worker)")
+
+
+if __name__ == "__main__":
+    main()
