@@ -32,6 +32,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     browse.add_argument("--question", "-q", required=True)
     browse.add_argument("--max-actions", type=int, default=100)
+    browse.add_argument(
+        "--no-censor", action="store_true", help="show pages that contain the question"
+    )
     _add_web_arguments(browse, with_engine=True)
     browse.set_defaults(run=_browse)
 
@@ -140,7 +143,9 @@ async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> 
     web = Web(_web_options(args, engine=args.engine or WebOptions.from_env().engine))
     try:
         session = web.session(
-            config=SessionConfig(max_actions=args.max_actions, render=web.options.render)
+            config=SessionConfig(
+                max_actions=args.max_actions, censor=not args.no_censor, render=web.options.render
+            )
         )
         print(session.reset(args.question), file=out, flush=True)
         for line in commands_in:

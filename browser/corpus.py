@@ -253,7 +253,10 @@ def build_corpus(
         db.execute("INSERT INTO pages_fts (pages_fts) VALUES ('optimize')")
         db.execute("INSERT INTO meta VALUES ('pages', ?)", (str(total),))
         db.commit()
-    finally:
+    except BaseException:
         db.close()
+        partial.unlink(missing_ok=True)
+        raise
+    db.close()
     partial.replace(out)
     return total

@@ -51,6 +51,11 @@ class WebOptions:
             "bing_api_key": env.get("WEBGPT_BING_API_KEY", ""),
             "bing_url": env.get("WEBGPT_BING_URL", cls.bing_url),
         }
+        if env.get("WEBGPT_BLOCKED_DOMAINS") is not None:
+            blocked = env["WEBGPT_BLOCKED_DOMAINS"].split(",")
+            values["render"] = RenderOptions(
+                blocked_domains=frozenset(d.strip().lower() for d in blocked if d.strip())
+            )
         if env.get("WEBGPT_OFFLINE_STORE"):
             values["offline_store"] = Path(env["WEBGPT_OFFLINE_STORE"])
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from browser.corpus import build_corpus, wikipedia_pages
+from browser.offline import OfflineWeb
 from tests.browser.fixture_site import HitCounter
 
 
@@ -84,3 +85,66 @@ def test_browse_reads_commands_and_prints_the_answer_prompt(tmp_path: Path) -> N
     assert result.stdout.rstrip().endswith(
         "♦Answer prompt\nAre crows clever?■[1] Crow (en.wikipedia.org)\n\nclever birds■"
     )
+
+
+def test_corpus_build_adds_folders_at_their_base_url(tmp_path: Path) -> None:
+    pages = Path(__file__).parent.parent / "data" / "pages"
+    out = tmp_path / "web.sqlite"
+    built = webgpt(
+        "corpus",
+        "build",
+        "--no-wikipedia",
+        "--no-python-docs",
+        "--out",
+        str(out),
+        "--add",
+        str(pages),
+        "--base-url",
+        "https://fixtures.example/site",
+    )
+    assert built.returncode == 0, built.stderr
+    assert f"offline web: 6 pages in {out}" in built.stderr
+    found = webgpt("corpus", "search", "secret ingredient patience", "--store", str(out))
+    assert (
+        "A long article about bread\n  https://fixtures.example/site/article.html" in found.stdout
+    )
+    mismatched = webgpt(
+        "corpus", "build", "--no-wikipedia", "--no-python-docs", "--add", str(pages)
+    )
+    assert mismatched.returncode != 0 and "--base-url" in mismatched.stderr
+    missing = str(tmp_path / "nope")
+    not_a_folder = webgpt(
+        *("corpus", "build", "--no-wikipedia", "--no-python-docs", "--out", str(out)),
+        *("--add", missing, "--base-url", "https://x.example/"),
+    )
+    assert not_a_folder.returncode == 1 and "is not a folder" in not_a_folder.stderr
+    assert OfflineWeb(out).page_count() == 6  # the failed build left the previous file intact
+    assert list(tmp_path.glob("*.partial")) == []
+
+
+def test_blocked_domains_come_from_the_environment(site: str) -> None:
+    env_blocked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "fetch",
+            f"{site}/pages/links.html",
+            "--js",
+            "never",
+            "--allow",
+            urlsplit(site).netloc,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "WEBGPT_HOME": "/nonexistent",
+            "WEBGPT_BLOCKED_DOMAINS": "birdsoutsidemywindow.org",
+        },
+    )
+    assert env_blocked.returncode == 0, env_blocked.stderr
+    assert "birdsoutsidemywindow" not in env_blocked.stdout
+    assert "【1†a blocked forum†www.reddit.com】" in env_blocked.stdout  # no longer blocked
