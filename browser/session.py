@@ -106,6 +106,17 @@ class BrowserSession:
     def page(self) -> Page:
         return self._view.page
 
+    @property
+    def can_go_back(self) -> bool:
+        return bool(self._history)
+
+    def window_text(self) -> list[str]:
+        """The lines in view, links reduced to their text (what a quote can match)."""
+        first, last = scrollbar(self._view.page, self._view.cursor, self.config.window_lines)
+        if not self._view.page.lines:
+            return []
+        return self._view.page.text_index.text.split("\n")[first : last + 1]
+
     def observation(self) -> str:
         return render_observation(
             self.question,

@@ -4,8 +4,11 @@ import argparse
 import logging
 import sys
 
+import agent.cli
 import browser.cli
+from agent.errors import AgentError
 from browser.errors import BrowserError
+from reward.checkpoints import CheckpointError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     commands = parser.add_subparsers(dest="command", required=True)
     browser.cli.register(commands)
+    agent.cli.register(commands)
     return parser
 
 
@@ -26,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
-    except BrowserError as error:
+    except (BrowserError, AgentError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

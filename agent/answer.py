@@ -1,0 +1,233 @@
+"""Answering a question: n episodes side by side on one page cache, then best-of-n.
+
+Without a scorer only n = 1 is possible (a clear ConfigurationError otherwise); with one,
+the n answers are scored together and the best is returned with every candidate.
+"""
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
+from agent.errors import AgentError, ConfigurationError, PolicyError
+from agent.policy import Policy, Usage
+from agent.trace import CandidateEvent, ErrorEvent, Reference
+from browser.loader import PageCache
+from browser.observation import OBSERVATION_FORMAT_VERSION
+from browser.session import SessionConfig
+from browser.web import Web
+
+
+@dataclass(frozen=True)
+class ScoredAnswer:
+    """What a scorer sees: exactly what the policy produced."""
+
+    question: str
+    answer_prompt: str  # the answer-phase prompt (question and numbered quotes)
+    answer: str
+
+
+class Scorer(Protocol):
+    """Scores answers; higher is better. The reward model implements it (reward/)."""
+
+    name: str
+
+    async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]: ...
+
+
+class Candidate(BaseModel):
+    episode: int
+    answer: str | None
+    reward: float | None
+    references: list[Reference]
+    end_reason: str | None
+    dangling_citations: list[int]
+    actions: int
+    error: str | None = None
+
+
+class AnswerUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    actions: int
+    pages_fetched: int
+
+
+class AnswerTimings(BaseModel):
+    total_s: float
+    policy_s: float  # summed over episodes
+    browser_s: float  # summed over episodes
+    scoring_s: float
+
+
+class AnswerResult(BaseModel):
+    id: str
+    question: str
+    answer: str | None  # None when no episode produced an answer
+    references: list[Reference]
+    candidates: list[Candidate]
+    best: int | None  # index into candidates
+    usage: AnswerUsage
+    versions: dict[str, str | int | None]
+    timings: AnswerTimings
+
+
+@dataclass
+class Agent:
+    """Answers questions with a policy browsing a Web, optionally reranked by a scorer."""
+
+    web: Web
+    policy: Policy
+    scorer: Scorer | None = None
+    episode: EpisodeConfig = EpisodeConfig()
+    session: SessionConfig = SessionConfig()
+
+    async def answer(
+        self,
+        question: str,
+        n: int = 1,
+        *,
+        max_actions: int | None = None,
+        temperature: float | None = None,
+        emit: Emit | None = None,
+    ) -> AnswerResult:
+        question = question.strip()
+        if not question:
+            raise ConfigurationError("the question is empty")
+        if n < 1:
+            raise ConfigurationError("n must be at least 1")
+        if n > 1 and self.scorer is None:
+            raise ConfigurationError(
+                f"n={n} needs a reward model to pick the best answer; none is configured"
+            )
+        session_config = self.session
+        if max_actions is not None:
+            session_config = replace(session_config, max_actions=max_actions)
+        episode_config = self.episode
+        if temperature is not None:
+            episode_config = replace(episode_config, temperature=temperature)
+        started = time.perf_counter()
+        cache = self.web.new_cache()
+        try:
+            outcomes = await asyncio.gather(
+                *(
+                    self._episode(i, question, cache, session_config, episode_config, emit)
+                    for i in range(n)
+                ),
+            )
+        finally:
+            await cache.aclose()
+        results = [o for o in outcomes if isinstance(o, EpisodeResult)]
+        failures = [o for o in outcomes if isinstance(o, AgentError)]
+        if not results and failures:
+            raise failures[0]
+        clock = time.perf_counter()
+        rewards = await self._score(question, results)
+        scoring_s = time.perf_counter() - clock
+        candidates = self._candidates(outcomes, rewards)
+        best = self._best(candidates)
+        if emit is not None:
+            for candidate in candidates:
+                await emit(
+                    CandidateEvent(
+                        episode=candidate.episode,
+                        answer=candidate.answer,
+                        references=candidate.references,
+                        end_reason=candidate.end_reason,
+                        reward=candidate.reward,
+                        error=candidate.error,
+                    )
+                )
+        usage = sum((r.usage for r in results), Usage())
+        return AnswerResult(
+            id=f"ans_{uuid.uuid4().hex}",
+            question=question,
+            answer=candidates[best].answer if best is not None else None,
+            references=candidates[best].references if best is not None else [],
+            candidates=candidates,
+            best=best,
+            usage=AnswerUsage(
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                actions=sum(r.actions for r in results),
+                pages_fetched=cache.misses,
+            ),
+            versions={
+                "policy": self.policy.name,
+                "reward": self.scorer.name if self.scorer is not None else None,
+                "format": OBSERVATION_FORMAT_VERSION,
+            },
+            timings=AnswerTimings(
+                total_s=time.perf_counter() - started,
+                policy_s=sum(r.timings.policy_s for r in results),
+                browser_s=sum(r.timings.browser_s for r in results),
+                scoring_s=scoring_s,
+            ),
+        )
+
+    async def _episode(
+        self,
+        index: int,
+        question: str,
+        cache: PageCache,
+        session_config: SessionConfig,
+        episode_config: EpisodeConfig,
+        emit: Emit | None,
+    ) -> EpisodeResult | AgentError:
+        """One episode; a policy failure ends only this episode (reported, not raised)."""
+        session = self.web.session(cache=cache, config=session_config)
+        try:
+            return await run_episode(index, session, self.policy, question, episode_config, emit)
+        except PolicyError as error:
+            if emit is not None:
+                await emit(ErrorEvent(episode=index, message=str(error)))
+            return error
+
+    async def _score(self, question: str, results: list[EpisodeResult]) -> dict[int, float]:
+        answered = [r for r in results if r.answer and r.answer_prompt]
+        if self.scorer is None or not answered:
+            return {}
+        scores = await self.scorer.score(
+            [ScoredAnswer(question, r.answer_prompt or "", r.answer or "") for r in answered]
+        )
+        return {r.episode: float(s) for r, s in zip(answered, scores, strict=True)}
+
+    @staticmethod
+    def _candidates(
+        outcomes: list[EpisodeResult | AgentError], rewards: dict[int, float]
+    ) -> list[Candidate]:
+        candidates = []
+        for index, outcome in enumerate(outcomes):
+            if isinstance(outcome, AgentError):
+                candidates.append(
+                    Candidate(
+                        episode=index, answer=None, reward=None, references=[],
+                        end_reason=None, dangling_citations=[], actions=0, error=str(outcome),
+                    )  # fmt: skip
+                )
+                continue
+            candidates.append(
+                Candidate(
+                    episode=outcome.episode,
+                    answer=outcome.answer,
+                    reward=rewards.get(outcome.episode),
+                    references=outcome.references,
+                    end_reason=outcome.end_reason,
+                    dangling_citations=outcome.dangling_citations,
+                    actions=outcome.actions,
+                )
+            )
+        return candidates
+
+    @staticmethod
+    def _best(candidates: list[Candidate]) -> int | None:
+        answered = [c for c in candidates if c.answer]
+        if not answered:
+            return None
+        top = max(answered, key=lambda c: c.reward if c.reward is not None else float("-inf"))
+        return candidates.index(top)

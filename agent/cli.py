@@ -1,0 +1,138 @@
+"""`webgpt model prepare | serve | stop` and `webgpt answer`."""
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from agent.answer import Agent, AnswerResult
+from agent.episode import EpisodeConfig
+from agent.errors import ConfigurationError
+from agent.model import DEFAULT_VERSION, prepare_default_model
+from agent.openai_policy import OpenAIPolicy
+from agent.vllm_server import DEFAULT_PORT, ServerConfig, find_running, start, stop
+from browser.session import SessionConfig
+from browser.web import ENGINES, Web, WebOptions
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    model = commands.add_parser("model", help="prepare, serve or stop the local policy model")
+    model_commands = model.add_subparsers(dest="model_command", required=True)
+    prepare = model_commands.add_parser("prepare", help="download and convert the default model")
+    prepare.set_defaults(run=_prepare)
+    serve = model_commands.add_parser("serve", help="run the vLLM server until Ctrl-C")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--model-dir", type=Path, default=None, help="default: the embedded model")
+    serve.set_defaults(run=_serve)
+    stopper = model_commands.add_parser("stop", help="stop the server `webgpt answer` started")
+    stopper.set_defaults(run=_stop)
+
+    answer = commands.add_parser("answer", help="answer a question by browsing")
+    answer.add_argument("question")
+    answer.add_argument("--n", type=int, default=1, help="episodes (best-of-n needs a reward model)")
+    answer.add_argument("--engine", choices=sorted(ENGINES), default=None)
+    answer.add_argument("--policy-url", default=None, help="OpenAI-compatible base URL (…/v1)")
+    answer.add_argument("--policy-model", default=None, help="model name at --policy-url")
+    answer.add_argument("--policy-key", default=None, help="bearer key for --policy-url")
+    answer.add_argument("--max-actions", type=int, default=100)
+    answer.add_argument("--temperature", type=float, default=0.8)
+    answer.add_argument("--no-guided", action="store_true", help="do not constrain commands")
+    answer.add_argument(
+        "--allow-refusal", action="store_true", help="guided: offer End: Nonsense/Controversial"
+    )
+    answer.add_argument("--js", choices=["auto", "never", "always"], default="auto")
+    answer.add_argument("--json", action="store_true", help="print the full result as JSON")
+    answer.set_defaults(run=_answer)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    print(prepare_default_model(_progress))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    model_dir = args.model_dir or prepare_default_model(_progress)
+    config = ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION, port=args.port)
+    _progress(f"starting vLLM for {model_dir} on {config.url} (first start compiles: minutes)")
+    running = start(config, _progress)
+    _progress(f"serving {running.model} at {running.url}; Ctrl-C stops it")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        _progress("stopping vLLM")
+    finally:
+        stop(running)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    running = find_running(DEFAULT_VERSION)
+    if running is None:
+        _progress("no local vLLM server is running")
+        return 0
+    stop(running)
+    _progress(f"stopped vLLM (pid {running.pid})")
+    return 0
+
+
+def local_policy_url() -> tuple[str, str]:
+    """The local server of the embedded default, started (detached) if none runs."""
+    running = find_running(DEFAULT_VERSION)
+    if running is None:
+        model_dir = prepare_default_model(_progress)
+        _progress("starting the local vLLM server (first start compiles: minutes)")
+        running = start(ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION), _progress)
+        _progress(f"vLLM ready at {running.url} (it keeps running; `webgpt model stop` ends it)")
+    return running.url, running.model
+
+
+def _answer(args: argparse.Namespace) -> int:
+    if args.n > 1:
+        raise ConfigurationError(
+            f"--n {args.n} needs a reward model to pick the best answer; none is configured"
+        )
+    if (args.policy_url is None) != (args.policy_model is None):
+        raise ConfigurationError("give --policy-url and --policy-model together")
+    url, model = (args.policy_url, args.policy_model) if args.policy_url else local_policy_url()
+    result = asyncio.run(_answer_async(args, url, model))
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(format_answer(result))
+    return 0 if result.answer is not None else 1
+
+
+async def _answer_async(args: argparse.Namespace, url: str, model: str) -> AnswerResult:
+    options = WebOptions.from_env(engine=args.engine, js_mode=args.js)
+    web = Web(options)
+    policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
+    agent = Agent(
+        web,
+        policy,
+        episode=EpisodeConfig(
+            temperature=args.temperature,
+            guided=not args.no_guided,
+            allow_refusal=args.allow_refusal,
+        ),
+        session=SessionConfig(max_actions=args.max_actions, render=options.render),
+    )
+    try:
+        return await agent.answer(args.question, n=args.n)
+    finally:
+        await policy.aclose()
+        await web.aclose()
+
+
+def format_answer(result: AnswerResult) -> str:
+    if result.answer is None:
+        reasons = {c.end_reason or c.error or "unknown" for c in result.candidates}
+        return f"No answer: browsing ended without one ({', '.join(sorted(reasons))})."
+    lines = [result.answer, ""]
+    lines += [f"[{r.n}] {r.title} — {r.url}" for r in result.references]
+    return "\n".join(lines)

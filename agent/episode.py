@@ -1,0 +1,147 @@
+"""One episode: browse until `End:` or a limit, then write an answer that cites quotes."""
+
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from agent.grammar import answer_regex, browsing_regex
+from agent.policy import Policy, Sampling, Usage
+from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
+from agent.trace import (
+    ActionEvent,
+    AnswerDeltaEvent,
+    EpisodeStartEvent,
+    Reference,
+    TraceEvent,
+)
+from browser.session import BrowserSession
+
+Emit = Callable[[TraceEvent], Awaitable[None]]
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class EpisodeConfig:
+    temperature: float = 0.8  # WebGPT's sampling temperature
+    guided: bool = True  # constrain commands and answers with browser.grammar regexes
+    force_finish: bool = True  # near the action limit, steer toward quoting and answering
+    # Under guided decoding, may the policy end with Nonsense / Controversial? An untrained
+    # policy picks them as a first move and answers nothing; unguided policies always may.
+    allow_refusal: bool = False
+    command_max_tokens: int = 64
+    answer_max_tokens: int = 300
+
+
+@dataclass
+class Timings:
+    policy_s: float = 0.0
+    browser_s: float = 0.0  # session.step: search, fetch, render, matching
+    total_s: float = 0.0
+
+
+@dataclass
+class EpisodeResult:
+    episode: int
+    answer: str | None  # None: ended without an answer (refusal, or no quote collected)
+    references: list[Reference]
+    end_reason: str | None
+    dangling_citations: list[int] = field(default_factory=list)
+    answer_prompt: str | None = None
+    actions: int = 0
+    invalid_actions: int = 0
+    usage: Usage = field(default_factory=Usage)
+    timings: Timings = field(default_factory=Timings)
+
+
+def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
+    """Remove citations [n] that point to no collected quote; returns (answer, removed)."""
+    dangling = sorted(
+        {int(n) for n in _CITATION.findall(answer) if not 1 <= int(n) <= quote_count}
+    )
+    if not dangling:
+        return answer, []
+    cleaned = _CITATION.sub(
+        lambda m: m[0] if 1 <= int(m[1]) <= quote_count else "", answer
+    )
+    return re.sub(r"[ \t]{2,}", " ", cleaned).replace(" .", ".").strip(), dangling
+
+
+async def run_episode(
+    episode: int,
+    session: BrowserSession,
+    policy: Policy,
+    question: str,
+    config: EpisodeConfig,
+    emit: Emit | None = None,
+) -> EpisodeResult:
+    """Drive one session to its end and answer from its quotes."""
+    started = time.perf_counter()
+    result = EpisodeResult(episode, None, [], None)
+    observation = session.reset(question)
+    if emit is not None:
+        await emit(EpisodeStartEvent(episode=episode, question=question))
+    while not session.done:
+        sampling = Sampling(
+            n=1,
+            temperature=config.temperature,
+            max_tokens=config.command_max_tokens,
+            stop=COMMAND_STOP,
+            regex=browsing_regex(
+                session, allow_refusal=config.allow_refusal, force_finish=config.force_finish
+            )
+            if config.guided
+            else None,
+        )
+        clock = time.perf_counter()
+        completions = await policy.complete(browsing_prompt(observation), sampling)
+        result.timings.policy_s += time.perf_counter() - clock
+        result.usage += completions.usage
+        command = completions.choices[0].text.strip()
+        clock = time.perf_counter()
+        step = await session.step(command)
+        result.timings.browser_s += time.perf_counter() - clock
+        observation = step.observation
+        result.actions += 1
+        result.invalid_actions += step.event.type == "invalid_action"
+        if emit is not None:
+            await emit(
+                ActionEvent(
+                    episode=episode,
+                    command=command,
+                    event=step.event,
+                    actions_left=session.actions_left,
+                )
+            )
+    result.end_reason = session.end_reason
+    result.references = [
+        Reference(n=n, title=q.title, url=q.url, domain=q.domain, extract=q.extract)
+        for n, q in enumerate(session.quotes, start=1)
+    ]
+    if session.quotes and session.end_reason not in ("nonsense", "controversial"):
+        prompt = session.answer_prompt()
+        result.answer_prompt = prompt
+        sampling = Sampling(
+            n=1,
+            temperature=config.temperature,
+            max_tokens=config.answer_max_tokens,
+            stop=ANSWER_STOP,
+            regex=answer_regex(len(session.quotes)) if config.guided else None,
+        )
+        clock = time.perf_counter()
+        parts: list[str] = []
+        async for chunk in policy.stream(prompt, sampling):
+            if chunk.usage is not None:
+                result.usage += chunk.usage
+            if not chunk.text:
+                continue
+            parts.append(chunk.text)
+            if emit is not None:
+                await emit(AnswerDeltaEvent(episode=episode, text=chunk.text))
+        result.timings.policy_s += time.perf_counter() - clock
+        answer, result.dangling_citations = check_citations(
+            "".join(parts).strip(), len(session.quotes)
+        )
+        result.answer = answer
+    result.timings.total_s = time.perf_counter() - started
+    return result

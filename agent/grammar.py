@@ -1,0 +1,106 @@
+"""Regular expressions for guided decoding: every sampled command parses, and is possible.
+
+The browsing grammar is built from the session's state at each step, so a constrained
+policy can only click links that exist, quote text that is on the page in view, go Back
+when there is history, and end with an answer only once it holds a quote. Near the action
+limit it steers a policy with no quote yet to quote, so small untrained models still finish
+episodes with an answer (`force_finish`). The answer grammar admits only citations of
+collected quotes, and at least one.
+
+The regex dialect is the common subset that vLLM's structured-output backends accept:
+literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they reject).
+"""
+
+import re
+
+from browser.session import BrowserSession
+
+_REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+MAX_QUOTE_CHOICES = 12
+MAX_QUOTE_CHARS = 300
+MIN_QUOTE_CHARS = 20
+MAX_LINK_CHOICES = 300
+FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
+
+
+def _literal(text: str) -> str:
+    return "".join("\\" + ch if ch in _REGEX_SPECIALS else ch for ch in text)
+
+
+def _alternatives(items: list[str]) -> str:
+    return "(" + "|".join(items) + ")"
+
+
+def quote_choices(session: BrowserSession) -> list[str]:
+    """Quotable spans in view: its sentences of some length, cut at a word boundary."""
+    if session.page.kind in ("blank", "search", "error"):
+        return []
+    choices: list[str] = []
+    sentences = (s for p in _paragraphs(session.window_text()) for s in _SENTENCE_END.split(p))
+    for sentence in sentences:
+        text = " ".join(sentence.split())
+        if len(text) < MIN_QUOTE_CHARS:
+            continue
+        if len(text) > MAX_QUOTE_CHARS:
+            text = text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
+        if text not in choices:
+            choices.append(text)
+        if len(choices) == MAX_QUOTE_CHOICES:
+            break
+    return choices
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """Join wrapped lines back into paragraphs; headings and list items stand alone."""
+    paragraphs: list[list[str]] = [[]]
+    for line in lines:
+        stripped = line.strip()
+        starts_block = stripped.startswith(("#", "* ", "- ", "> "))
+        if not stripped or starts_block:
+            paragraphs.append([])
+        if stripped:
+            paragraphs[-1].append(stripped.lstrip("#*-> ").strip() if starts_block else stripped)
+        if starts_block:
+            paragraphs.append([])
+    return [" ".join(p) for p in paragraphs if p]
+
+
+def browsing_regex(
+    session: BrowserSession, *, allow_refusal: bool = False, force_finish: bool = True
+) -> str:
+    """The commands that make sense in the session's current state."""
+    quotes = quote_choices(session)
+    link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
+    quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
+    click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
+    search = r"Search [^\n]{1,100}"
+    left = session.actions_left
+    if force_finish and session.quotes and left <= 1:
+        return "End: Answer"
+    if force_finish and not session.quotes and left <= FORCE_FINISH_ACTIONS:
+        # Quote what is in view, else open a page, else search: the shortest way to a quote.
+        return quote if quotes else click if link_ids else search
+    options = [search]
+    if link_ids:
+        options.append(click)
+    if session.page.lines:
+        options += [r"Find in page: [^\n]{1,60}", "Scrolled (down|up) [123]", "Top"]
+    if quotes:
+        options.append(quote)
+    if session.can_go_back:
+        options.append("Back")
+    if session.quotes:
+        options.append("End: Answer")
+    if allow_refusal:
+        options.append("End: (Nonsense|Controversial)")
+    return _alternatives(options)
+
+
+def answer_regex(quote_count: int) -> str:
+    """One paragraph citing collected quotes as [n]: the first citation within 150
+    characters (so even a token-budget cut leaves one), at most five more, nothing else
+    in square brackets."""
+    cite = _alternatives([f"\\[{n}\\]" for n in range(1, quote_count + 1)])
+    text = "[^\\[\\]■\\n]"
+    return f"{text}{{10,150}}{cite}({text}{{0,150}}{cite}){{0,5}}{text}{{0,150}}"

