@@ -10,9 +10,12 @@ install:
 corpus: install
 	@[ -f "$${WEBGPT_HOME:-$$HOME/.cache/webgpt}/offline-web.sqlite" ] || $(VENV)/webgpt corpus build
 
-# The main job on the embedded default: browse the offline web with a scripted demonstration.
+# The main job on the embedded default: browse the offline web with a scripted
+# demonstration, then let the default policy (SmolLM2-135M on the local vLLM server, started
+# on first use and left running; `webgpt model stop` ends it) answer the same question.
 demo: corpus
 	$(VENV)/webgpt browse --question "$(QUESTION)" < examples/demo-commands.txt
+	$(VENV)/webgpt answer "$(QUESTION)" --max-actions 10
 
 test: install
 	$(VENV)/ruff check .
@@ -33,3 +36,4 @@ goldens:
 
 bench: corpus
 	$(VENV)/python benchmarks/browser_bench.py
+	$(VENV)/python benchmarks/agent_bench.py

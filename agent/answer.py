@@ -8,7 +8,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -35,7 +35,10 @@ class ScoredAnswer:
 class Scorer(Protocol):
     """Scores answers; higher is better. The reward model implements it (reward/)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The reward model version answers report."""
+        ...
 
     async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]: ...
 
@@ -61,7 +64,9 @@ class AnswerUsage(BaseModel):
 class AnswerTimings(BaseModel):
     total_s: float
     policy_s: float  # summed over episodes
-    browser_s: float  # summed over episodes
+    browser_s: float  # summed over episodes: search, page loads, matching
+    fetch_s: float  # page fetches of the request (each URL once)
+    render_s: float  # page rendering of the request (each URL once)
     scoring_s: float
 
 
@@ -84,8 +89,8 @@ class Agent:
     web: Web
     policy: Policy
     scorer: Scorer | None = None
-    episode: EpisodeConfig = EpisodeConfig()
-    session: SessionConfig = SessionConfig()
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    session: SessionConfig = field(default_factory=SessionConfig)
 
     async def answer(
         self,
@@ -166,6 +171,8 @@ class Agent:
                 total_s=time.perf_counter() - started,
                 policy_s=sum(r.timings.policy_s for r in results),
                 browser_s=sum(r.timings.browser_s for r in results),
+                fetch_s=cache.stats.fetch_s,
+                render_s=cache.stats.render_s,
                 scoring_s=scoring_s,
             ),
         )
@@ -206,9 +213,15 @@ class Agent:
             if isinstance(outcome, AgentError):
                 candidates.append(
                     Candidate(
-                        episode=index, answer=None, reward=None, references=[],
-                        end_reason=None, dangling_citations=[], actions=0, error=str(outcome),
-                    )  # fmt: skip
+                        episode=index,
+                        answer=None,
+                        reward=None,
+                        references=[],
+                        end_reason=None,
+                        dangling_citations=[],
+                        actions=0,
+                        error=str(outcome),
+                    )
                 )
                 continue
             candidates.append(

@@ -30,7 +30,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
     answer = commands.add_parser("answer", help="answer a question by browsing")
     answer.add_argument("question")
-    answer.add_argument("--n", type=int, default=1, help="episodes (best-of-n needs a reward model)")
+    answer.add_argument(
+        "--n", type=int, default=1, help="episodes (best-of-n needs a reward model)"
+    )
     answer.add_argument("--engine", choices=sorted(ENGINES), default=None)
     answer.add_argument("--policy-url", default=None, help="OpenAI-compatible base URL (…/v1)")
     answer.add_argument("--policy-model", default=None, help="model name at --policy-url")

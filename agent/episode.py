@@ -56,14 +56,10 @@ class EpisodeResult:
 
 def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
     """Remove citations [n] that point to no collected quote; returns (answer, removed)."""
-    dangling = sorted(
-        {int(n) for n in _CITATION.findall(answer) if not 1 <= int(n) <= quote_count}
-    )
+    dangling = sorted({int(n) for n in _CITATION.findall(answer) if not 1 <= int(n) <= quote_count})
     if not dangling:
         return answer, []
-    cleaned = _CITATION.sub(
-        lambda m: m[0] if 1 <= int(m[1]) <= quote_count else "", answer
-    )
+    cleaned = _CITATION.sub(lambda m: m[0] if 1 <= int(m[1]) <= quote_count else "", answer)
     return re.sub(r"[ \t]{2,}", " ", cleaned).replace(" .", ".").strip(), dangling
 
 

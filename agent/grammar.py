@@ -17,6 +17,7 @@ from browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
 MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
@@ -79,8 +80,9 @@ def browsing_regex(
     if force_finish and session.quotes and left <= 1:
         return "End: Answer"
     if force_finish and not session.quotes and left <= FORCE_FINISH_ACTIONS:
-        # Quote what is in view, else open a page, else search: the shortest way to a quote.
-        return quote if quotes else click if link_ids else search
+        # Quote what is in view, else open a page, else search with the question's own
+        # words (a free query may match nothing): the shortest way to a quote.
+        return quote if quotes else click if link_ids else _question_search(session.question)
     options = [search]
     if link_ids:
         options.append(click)
@@ -95,6 +97,14 @@ def browsing_regex(
     if allow_refusal:
         options.append("End: (Nonsense|Controversial)")
     return _alternatives(options)
+
+
+def _question_search(question: str) -> str:
+    words = list(dict.fromkeys(w for w in _WORD.findall(question) if len(w) > 2))[:30]
+    if not words:
+        return r"Search [^\n]{1,100}"
+    word = _alternatives([_literal(w) for w in words])
+    return f"Search {word}( {word}){{0,7}}"
 
 
 def answer_regex(quote_count: int) -> str:

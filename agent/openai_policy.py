@@ -80,9 +80,7 @@ class OpenAIPolicy:
                     delta = chunk["choices"][0].get("text", "") if chunk.get("choices") else ""
                     usage = chunk.get("usage")
                     used = (
-                        Usage(usage["prompt_tokens"], usage["completion_tokens"])
-                        if usage
-                        else None
+                        Usage(usage["prompt_tokens"], usage["completion_tokens"]) if usage else None
                     )
                 except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
                     raise PolicyResponseError(f"malformed stream chunk: {data[:200]}") from error
@@ -185,7 +183,7 @@ class OpenAIPolicy:
     def _delay(self, attempt: int, error: PolicyError | None) -> float:
         if isinstance(error, PolicyResponseError) and error.retry_after is not None:
             return min(error.retry_after, _MAX_RETRY_AFTER_S)
-        return self.backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+        return float(self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.5, 1.5))
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -47,7 +47,10 @@ class Completions:
 class Policy(Protocol):
     """A language model that completes prompts."""
 
-    name: str  # the model name answers report
+    @property
+    def name(self) -> str:
+        """The model name answers report."""
+        ...
 
     async def complete(self, prompt: str, sampling: Sampling) -> Completions: ...
 

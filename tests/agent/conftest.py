@@ -11,11 +11,18 @@ from tests.agent.fake_policy import Script, fake_policy_app
 from tests.servers import serve
 
 ARTICLES = {
-    "Crow": {"title": "Crow", "extract": "Crows are birds of the genus Corvus. Crows can recognise "
-             "individual human faces and remember them for years.", "description": "Genus of birds"},
-    "Raven": {"title": "Raven", "extract": "The Raven is a large Corvus species, bigger than the Crow.",
-              "description": "Bird"},
-}  # fmt: skip
+    "Crow": {
+        "title": "Crow",
+        "extract": "Crows are birds of the genus Corvus. Crows can recognise "
+        "individual human faces and remember them for years.",
+        "description": "Genus of birds",
+    },
+    "Raven": {
+        "title": "Raven",
+        "extract": "The Raven is a large Corvus species, bigger than the Crow.",
+        "description": "Bird",
+    },
+}
 
 
 @pytest.fixture(scope="session")

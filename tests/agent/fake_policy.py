@@ -51,8 +51,11 @@ class Script:
 
 def _usage(prompt: str, text: str) -> dict[str, int]:
     prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 def fake_policy_app(script: Script) -> Starlette:
@@ -70,9 +73,15 @@ def fake_policy_app(script: Script) -> Starlette:
             )
         if fault == "400":
             return JSONResponse(
-                {"error": {"message": "prompt is longer than the maximum model length", "type": "BadRequestError", "code": 400}},
+                {
+                    "error": {
+                        "message": "prompt is longer than the maximum model length",
+                        "type": "BadRequestError",
+                        "code": 400,
+                    }
+                },
                 400,
-            )  # fmt: skip
+            )
         if fault == "slow":
             await asyncio.sleep(2)
         if fault == "garbage-json":
@@ -87,26 +96,45 @@ def fake_policy_app(script: Script) -> Starlette:
             texts = ["I would like to look around please"] * len(texts)
         if not body.get("stream"):
             return JSONResponse(
-                {"id": "cmpl-1", "object": "text_completion", "model": script.model,
-                 "choices": [{"index": i, "text": t, "finish_reason": "stop", "logprobs": None}
-                             for i, t in enumerate(texts)],
-                 "usage": _usage(prompt, " ".join(texts))}
-            )  # fmt: skip
+                {
+                    "id": "cmpl-1",
+                    "object": "text_completion",
+                    "model": script.model,
+                    "choices": [
+                        {"index": i, "text": t, "finish_reason": "stop", "logprobs": None}
+                        for i, t in enumerate(texts)
+                    ],
+                    "usage": _usage(prompt, " ".join(texts)),
+                }
+            )
 
         async def events() -> AsyncIterator[bytes]:
             text = texts[0]
             pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
             for piece in pieces:
-                chunk = {"id": "cmpl-1", "object": "text_completion", "model": script.model,
-                         "choices": [{"index": 0, "text": piece, "finish_reason": None}]}  # fmt: skip
+                chunk = {
+                    "id": "cmpl-1",
+                    "object": "text_completion",
+                    "model": script.model,
+                    "choices": [{"index": 0, "text": piece, "finish_reason": None}],
+                }
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
                 if fault == "truncated":
                     return  # the connection ends mid-answer, no [DONE]
-            final = {"id": "cmpl-1", "object": "text_completion", "model": script.model,
-                     "choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}  # fmt: skip
+            final = {
+                "id": "cmpl-1",
+                "object": "text_completion",
+                "model": script.model,
+                "choices": [{"index": 0, "text": "", "finish_reason": "stop"}],
+            }
             yield f"data: {json.dumps(final)}\n\n".encode()
-            usage = {"id": "cmpl-1", "object": "text_completion", "model": script.model,
-                     "choices": [], "usage": _usage(prompt, text)}  # fmt: skip
+            usage = {
+                "id": "cmpl-1",
+                "object": "text_completion",
+                "model": script.model,
+                "choices": [],
+                "usage": _usage(prompt, text),
+            }
             yield f"data: {json.dumps(usage)}\n\n".encode()
             yield b"data: [DONE]\n\n"
 
@@ -115,5 +143,9 @@ def fake_policy_app(script: Script) -> Starlette:
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": script.model, "object": "model"}]})
 
-    return Starlette(routes=[Route("/v1/completions", completions, methods=["POST"]),
-                             Route("/v1/models", models)])  # fmt: skip
+    return Starlette(
+        routes=[
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )

@@ -84,6 +84,11 @@ async def test_grammar_on_a_real_page(web: Web) -> None:
     session.reset("q")
     empty = browsing_regex(session)
     assert re.fullmatch(empty, "Search crows")
+    late = web.session(config=SessionConfig(max_actions=3))
+    late.reset("Do crows recognise faces?")
+    forced_search = browsing_regex(late)  # no quote, few actions, nothing to click
+    assert re.fullmatch(forced_search, "Search crows recognise faces")
+    assert not re.fullmatch(forced_search, "Search 1.2.3.4 unrelated")
     for impossible in ("Clicked on link 0", "Back", "Quote: anything", "End: Answer", "Top"):
         assert not re.fullmatch(empty, impossible), impossible
     await session.step("Search crow")

@@ -18,10 +18,15 @@ async def test_n_samples_and_request_shape(policy: OpenAIPolicy, script: Script)
     assert result.usage.prompt_tokens == 2
     [request] = script.requests
     assert request == {
-        "model": "scripted", "prompt": "♦Next action\n", "n": 4, "temperature": 0.7,
-        "max_tokens": 16, "stream": False, "stop": ["\n"],
+        "model": "scripted",
+        "prompt": "♦Next action\n",
+        "n": 4,
+        "temperature": 0.7,
+        "max_tokens": 16,
+        "stream": False,
+        "stop": ["\n"],
         "structured_outputs": {"regex": "(Top|Back)"},
-    }  # fmt: skip
+    }
 
 
 async def test_guided_decoding_can_be_switched_off(policy_url: str, script: Script) -> None:

