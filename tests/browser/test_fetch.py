@@ -1,6 +1,6 @@
 """The guarded fetcher and loader against a real HTTP server on 127.0.0.1."""
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -15,13 +15,6 @@ from tests.browser.fixture_site import HitCounter
 
 def host_port(base_url: str) -> str:
     return urlsplit(base_url).netloc
-
-
-@pytest.fixture(scope="module")
-def workers() -> Iterator[RenderWorkers]:
-    pool = RenderWorkers(size=1)
-    yield pool
-    pool.close()
 
 
 @pytest.fixture

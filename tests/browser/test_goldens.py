@@ -1,16 +1,7 @@
-from collections.abc import Iterator
-
 import pytest
 
 from browser.workers import RenderWorkers
 from tests.browser.goldens import golden_names, golden_path, transcript
-
-
-@pytest.fixture(scope="module")
-def workers() -> Iterator[RenderWorkers]:
-    pool = RenderWorkers(size=1)
-    yield pool
-    pool.close()
 
 
 @pytest.mark.parametrize("name", golden_names())

@@ -1,5 +1,4 @@
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -10,13 +9,6 @@ from browser.search.base import SearchResult
 from browser.session import BrowserSession, SessionConfig
 from browser.workers import RenderWorkers
 from tests.browser.fakes import SITE, FixtureWeb
-
-
-@pytest.fixture(scope="module")
-def workers() -> Iterator[RenderWorkers]:
-    pool = RenderWorkers(size=1)
-    yield pool
-    pool.close()
 
 
 @pytest.fixture
