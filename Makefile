@@ -37,3 +37,4 @@ goldens:
 bench: corpus
 	$(VENV)/python benchmarks/browser_bench.py
 	$(VENV)/python benchmarks/agent_bench.py
+	$(VENV)/python benchmarks/reward_bench.py

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.answer import Agent, AnswerResult
+from agent.answer import Agent, AnswerResult, Scorer
 from agent.episode import EpisodeConfig
 from agent.errors import ConfigurationError
 from agent.model import DEFAULT_VERSION, prepare_default_model
@@ -30,9 +30,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
     answer = commands.add_parser("answer", help="answer a question by browsing")
     answer.add_argument("question")
-    answer.add_argument(
-        "--n", type=int, default=1, help="episodes (best-of-n needs a reward model)"
-    )
+    answer.add_argument("--n", type=int, default=1, help="episodes; best-of-n needs --reward-model")
+    answer.add_argument("--reward-model", type=Path, default=None, help="reward checkpoint folder")
     answer.add_argument("--engine", choices=sorted(ENGINES), default=None)
     answer.add_argument("--policy-url", default=None, help="OpenAI-compatible base URL (…/v1)")
     answer.add_argument("--policy-model", default=None, help="model name at --policy-url")
@@ -95,14 +94,15 @@ def local_policy_url() -> tuple[str, str]:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    if args.n > 1:
+    if args.n > 1 and args.reward_model is None:
         raise ConfigurationError(
-            f"--n {args.n} needs a reward model to pick the best answer; none is configured"
+            f"--n {args.n} needs a reward model to pick the best answer (--reward-model DIR)"
         )
     if (args.policy_url is None) != (args.policy_model is None):
         raise ConfigurationError("give --policy-url and --policy-model together")
+    scorer = _load_scorer(args.reward_model)  # a bad checkpoint fails before vLLM starts
     url, model = (args.policy_url, args.policy_model) if args.policy_url else local_policy_url()
-    result = asyncio.run(_answer_async(args, url, model))
+    result = asyncio.run(_answer_async(args, url, model, scorer))
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -110,13 +110,24 @@ def _answer(args: argparse.Namespace) -> int:
     return 0 if result.answer is not None else 1
 
 
-async def _answer_async(args: argparse.Namespace, url: str, model: str) -> AnswerResult:
+def _load_scorer(folder: Path | None) -> Scorer | None:
+    if folder is None:
+        return None
+    from reward.scorer import RewardScorer  # torch: only when a reward model is used
+
+    return RewardScorer(folder)
+
+
+async def _answer_async(
+    args: argparse.Namespace, url: str, model: str, scorer: Scorer | None
+) -> AnswerResult:
     options = WebOptions.from_env(engine=args.engine, js_mode=args.js)
     web = Web(options)
     policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
     agent = Agent(
         web,
         policy,
+        scorer=scorer,
         episode=EpisodeConfig(
             temperature=args.temperature,
             guided=not args.no_guided,

