@@ -133,7 +133,7 @@ async def _answer_async(
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
         ),
-        session=SessionConfig(max_actions=args.max_actions, render=options.render),
+        session=SessionConfig(max_actions=args.max_actions),
     )
     try:
         return await agent.answer(args.question, n=args.n)

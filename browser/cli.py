@@ -143,9 +143,7 @@ async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> 
     web = Web(_web_options(args, engine=args.engine or WebOptions.from_env().engine))
     try:
         session = web.session(
-            config=SessionConfig(
-                max_actions=args.max_actions, censor=not args.no_censor, render=web.options.render
-            )
+            config=SessionConfig(max_actions=args.max_actions, censor=not args.no_censor)
         )
         print(session.reset(args.question), file=out, flush=True)
         for line in commands_in:

@@ -11,6 +11,9 @@ from browser.page import Page
 
 OBSERVATION_FORMAT_VERSION = 1
 ANSWER_SEPARATOR = "■"
+# Only the most recent past actions are shown, so 100 actions cannot push an observation
+# past a small model's context window.
+MAX_PAST_ACTIONS = 30
 
 
 def scrollbar(page: Page, cursor: int, window_lines: int) -> tuple[int, int]:
@@ -35,7 +38,7 @@ def render_observation(
     for quote in quotes:
         parts += [f"From {quote.title} ({quote.domain})", f"> {quote.extract}"]
     parts.append("♦Past actions")
-    parts.extend(past_actions)
+    parts.extend(past_actions[-MAX_PAST_ACTIONS:])
     parts += ["♦Title", page.display_title, f"♦Scrollbar: {first} - {last}", "♦Text"]
     if page.lines:
         parts.extend(page.lines[first : last + 1])

@@ -4,6 +4,7 @@ One `Web` per process holds the long-lived parts (connection pools, render worke
 Chromium); each request takes a fresh `PageCache` from it so its episodes share pages.
 """
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,7 +128,8 @@ class Web:
     ) -> BrowserSession:
         if self.engine is None:
             raise BrowserError("this Web was opened without a search engine")
-        config = config or SessionConfig(render=self.options.render)
+        # The session filters with the same render options the loader renders with.
+        config = dataclasses.replace(config or SessionConfig(), render=self.options.render)
         return BrowserSession(self.engine, cache or self.new_cache(), config)
 
     async def aclose(self) -> None:

@@ -30,7 +30,13 @@ class ScoredText(Protocol):
 class RewardScorer:
     """Loads a reward checkpoint once; `score` runs batched forward passes in a thread."""
 
-    def __init__(self, folder: Path, max_length: int = 1024, batch_size: int = 16) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        max_length: int = 1024,
+        batch_size: int = 16,
+        device: str | None = None,  # default: the first GPU if there is one, else the CPU
+    ) -> None:
         from transformers import AutoTokenizer
 
         manifest = load_manifest(folder, verify=True)
@@ -47,7 +53,8 @@ class RewardScorer:
         self.max_length = max_length
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.model = RewardModel.load(folder).eval()
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model = RewardModel.load(folder).eval().to(self.device)
         self._lock = threading.Lock()
 
     @property
@@ -66,5 +73,6 @@ class RewardScorer:
                 batch = tokenize(
                     self.tokenizer, texts[start : start + self.batch_size], self.max_length
                 )
-                scores.extend((self.model(**batch) - self.offset).tolist())
+                on_device = {k: v.to(self.device) for k, v in batch.items()}
+                scores.extend((self.model(**on_device) - self.offset).float().cpu().tolist())
         return scores

@@ -162,3 +162,14 @@ async def test_episodes_of_a_request_share_one_fetch_per_url(workers: RenderWork
     assert web.fetches == {f"{SITE}article.html": 1}
     assert cache.misses == 1 and cache.hits == 3
     assert all(s.page.title == "A long article about bread" for s in sessions)
+
+
+async def test_only_recent_past_actions_are_shown(web: FixtureWeb, workers: RenderWorkers) -> None:
+    session = make_session(web, workers)
+    session.reset("q")
+    for n in range(35):
+        await session.step(f"Search query {n}")
+    observation = session.observation()
+    assert "Search query 4\n" not in observation
+    assert "Search query 5\n" in observation and "Search query 34\n" in observation
+    assert len(session.past_actions) == 35
