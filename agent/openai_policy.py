@@ -95,6 +95,15 @@ class OpenAIPolicy:
         if not finished:
             raise PolicyResponseError("the answer stream ended before [DONE] (truncated)")
 
+    async def ready(self) -> bool:
+        """True when the server answers and lists this model (no retries)."""
+        try:
+            response = await self._http().get("/models", timeout=5.0)
+            names = {m.get("id") for m in response.json().get("data", [])}
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return False
+        return self.model in names
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()

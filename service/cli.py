@@ -21,7 +21,28 @@ def build_parser() -> argparse.ArgumentParser:
     browser.cli.register(commands)
     agent.cli.register(commands)
     reward.cli.register(commands)
+    serve = commands.add_parser("serve", help="run the answering service (HTTP)")
+    serve.add_argument("--host", default=None, help="default: $WEBGPT_HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, default=None, help="default: $WEBGPT_PORT or 8080")
+    serve.add_argument("--engine", default=None, help="default: $WEBGPT_ENGINE or offline")
+    serve.add_argument("--policy-url", default=None)
+    serve.add_argument("--policy-model", default=None)
+    serve.add_argument("--reward-model", default=None)
+    serve.set_defaults(run=_serve)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from service.server import serve
+    from service.settings import ServiceSettings
+
+    overrides = {
+        name: value
+        for name in ("host", "port", "engine", "policy_url", "policy_model", "reward_model")
+        if (value := getattr(args, name)) is not None
+    }
+    serve(ServiceSettings(**overrides))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

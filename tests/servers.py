@@ -21,7 +21,13 @@ def serve(app: ASGIApp) -> Iterator[str]:
     """Run app on a free loopback port; yields its base URL ("http://127.0.0.1:PORT")."""
     port = free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="none"
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="auto",  # the app closes its clients on shutdown
+        ws="none",
+        loop="asyncio",  # uvloop (installed with vLLM) misbehaves in a non-main thread
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

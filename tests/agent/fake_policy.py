@@ -24,6 +24,7 @@ class Script:
     model: str = "scripted"
     default_command: str = "End: Nonsense"
     oracle_quote: str | None = None  # with no commands left, browse by reading the page
+    delay_s: float = 0.0  # every request waits this long (a slow policy)
 
     def next_command(self, prompt: str) -> str:
         if self.commands:
@@ -62,6 +63,8 @@ def fake_policy_app(script: Script) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
         script.requests.append(body)
+        if script.delay_s:
+            await asyncio.sleep(script.delay_s)
         fault = script.faults.pop(0) if script.faults else ""
         if fault == "500":
             return JSONResponse(

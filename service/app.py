@@ -1,0 +1,164 @@
+"""The HTTP surface. Routes only translate HTTP; the logic is in service.serving."""
+
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent.errors import AgentError
+from service.errors import PayloadTooLarge, ServiceError, Unauthorized, status_of
+from service.protocol import AnswerRequest, AnswerResponse, ErrorBody, ErrorDetail
+from service.serving import AnswerService
+
+logger = logging.getLogger("webgpt.service")
+
+
+def error_response(error: Exception, retry_after_s: int) -> JSONResponse:
+    status, kind, retry = status_of(error)
+    message = str(error) if status < 500 or status == 503 else "internal error"
+    body = ErrorBody(error=ErrorDetail(type=kind, message=message))
+    headers = {"Retry-After": str(retry_after_s)} if retry else None
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+class BodyLimit:
+    """Reads request bodies up to a limit before the app sees them; beyond it, 413."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        too_large = PayloadTooLarge(f"request body is over {self.max_bytes} bytes")
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await error_response(too_large, 0)(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
+                await error_response(too_large, 0)(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def create_app(service: AnswerService) -> FastAPI:
+    settings = service.settings
+    keys = [key.encode() for key in settings.api_key_list()]
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await service.aclose()
+
+    app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+
+    async def authorize(request: Request) -> None:
+        if not keys:
+            return  # local-only development mode (serve refuses non-loopback hosts)
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        given = token.strip().encode()
+        # Compare with every key in constant time; no early exit reveals which matched.
+        matched = [hmac.compare_digest(given, key) for key in keys]
+        if scheme.lower() != "bearer" or not any(matched):
+            raise Unauthorized("a valid API key is needed: Authorization: Bearer <key>")
+
+    async def on_error(request: Request, error: Exception) -> JSONResponse:
+        return error_response(error, settings.retry_after_s)
+
+    # Expected failures get their status here; anything else is a logged 500 from
+    # Starlette's outermost middleware, with the same error shape.
+    app.add_exception_handler(ServiceError, on_error)
+    app.add_exception_handler(AgentError, on_error)
+    app.add_exception_handler(Exception, on_error)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        message = (
+            f"{where}: {first.get('msg', 'invalid request')}" if where else str(first.get("msg"))
+        )
+        body = ErrorBody(error=ErrorDetail(type="invalid_request", message=message))
+        return JSONResponse(body.model_dump(), status_code=422)
+
+    @app.middleware("http")
+    async def observe(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+        started = time.perf_counter()
+        response = await call_next(request)
+        elapsed = time.perf_counter() - started
+        route = request.url.path
+        service.metrics.requests.labels(route, str(response.status_code)).inc()
+        service.metrics.latency.labels(route).observe(elapsed)
+        response.headers["x-request-id"] = request_id
+        logger.info(
+            json.dumps(
+                {
+                    "request_id": request_id,
+                    "method": request.method,
+                    "path": route,
+                    "status": response.status_code,
+                    "seconds": round(elapsed, 4),
+                }
+            )
+        )
+        return response
+
+    @app.post("/answer", response_model=AnswerResponse, dependencies=[Depends(authorize)])
+    async def answer(body: AnswerRequest) -> Response:
+        if body.stream:
+            return StreamingResponse(
+                service.stream(body),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache"},
+            )
+        result = await service.answer(body)
+        return JSONResponse(result.model_dump(mode="json"))
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        problems = await service.ready()
+        if problems:
+            return JSONResponse({"status": "not ready", "problems": problems}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return app

@@ -1,0 +1,36 @@
+"""Prometheus metrics of one service instance (its own registry, so tests can make many)."""
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from agent.answer import AnswerResult
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "webgpt_requests", "HTTP requests", ["route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "webgpt_request_seconds",
+            "HTTP request latency",
+            ["route"],
+            registry=self.registry,
+            buckets=(0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+        )
+        self.episodes = Counter("webgpt_episodes", "episodes run", registry=self.registry)
+        self.actions = Counter("webgpt_actions", "browsing actions", registry=self.registry)
+        self.pages = Counter("webgpt_pages_fetched", "pages fetched", registry=self.registry)
+        self.tokens = Counter(
+            "webgpt_policy_tokens", "policy tokens", ["kind"], registry=self.registry
+        )
+
+    def observe_answer(self, result: AnswerResult) -> None:
+        self.episodes.inc(len(result.candidates))
+        self.actions.inc(result.usage.actions)
+        self.pages.inc(result.usage.pages_fetched)
+        self.tokens.labels("prompt").inc(result.usage.prompt_tokens)
+        self.tokens.labels("completion").inc(result.usage.completion_tokens)
+
+    def render(self) -> bytes:
+        return bytes(generate_latest(self.registry))

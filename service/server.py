@@ -1,0 +1,59 @@
+"""Building the service from settings and running it (`webgpt serve`)."""
+
+import ipaddress
+import logging
+
+import uvicorn
+
+from agent.errors import ConfigurationError
+from agent.openai_policy import OpenAIPolicy
+from browser.web import Web, WebOptions
+from service.app import create_app
+from service.metrics import Metrics
+from service.serving import AnswerService
+from service.settings import ServiceSettings
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def build_service(settings: ServiceSettings) -> AnswerService:
+    if not settings.api_key_list() and not is_loopback(settings.host):
+        raise ConfigurationError(
+            f"no API keys are configured, so the service only listens on loopback; set "
+            f"WEBGPT_API_KEYS to serve on {settings.host}"
+        )
+    scorer = None
+    if settings.reward_model is not None:
+        from reward.scorer import RewardScorer  # torch: only when a reward model is used
+
+        scorer = RewardScorer(settings.reward_model)
+    if (settings.policy_url is None) != (settings.policy_model is None):
+        raise ConfigurationError("set the policy URL and model together")
+    if settings.policy_url is not None and settings.policy_model is not None:
+        url, model = settings.policy_url, settings.policy_model
+    else:
+        from agent.cli import local_policy_url
+
+        url, model = local_policy_url()
+    key = settings.policy_key.get_secret_value() if settings.policy_key else None
+    web = Web(WebOptions.from_env(engine=settings.engine))
+    return AnswerService(settings, web, OpenAIPolicy(url, model, api_key=key), scorer, Metrics())
+
+
+def serve(settings: ServiceSettings) -> None:
+    service = build_service(settings)
+    logging.getLogger("webgpt.service").setLevel(logging.INFO)
+    uvicorn.run(
+        create_app(service),
+        host=settings.host,
+        port=settings.port,
+        timeout_graceful_shutdown=30,  # in-flight answers get time to finish on SIGTERM
+        log_level="info",
+    )

@@ -1,0 +1,154 @@
+"""The answering logic behind the routes: admission control, answers, streams, readiness."""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from agent.answer import Agent, AnswerResult, Scorer
+from agent.episode import EpisodeConfig
+from agent.errors import AgentError
+from agent.openai_policy import OpenAIPolicy
+from agent.trace import TraceEvent
+from browser.session import SessionConfig
+from browser.web import Web
+from service.errors import InvalidRequest, Overloaded, ServiceError, status_of
+from service.metrics import Metrics
+from service.protocol import AnswerRequest, AnswerResponse, FinalEvent, StreamErrorEvent
+from service.settings import ServiceSettings
+
+
+class Admission:
+    """At most `running` answers at once and `waiting` in line; beyond that, Overloaded."""
+
+    def __init__(self, running: int, waiting: int) -> None:
+        self._slots = asyncio.Semaphore(running)
+        self._waiting_limit = waiting
+        self.waiting = 0
+
+    def check(self) -> None:
+        if self._slots.locked() and self.waiting >= self._waiting_limit:
+            raise Overloaded("too many requests are waiting; retry later")
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        self.check()
+        self.waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+
+@dataclass
+class AnswerService:
+    settings: ServiceSettings
+    web: Web
+    policy: OpenAIPolicy
+    scorer: Scorer | None
+    metrics: Metrics
+
+    def __post_init__(self) -> None:
+        self.admission = Admission(
+            self.settings.max_concurrent_requests, self.settings.max_waiting_requests
+        )
+
+    def check(self, request: AnswerRequest) -> None:
+        """Limits of this deployment, beyond the schema's."""
+        limits = self.settings
+        if len(request.question) > limits.max_question_chars:
+            raise InvalidRequest(f"question is longer than {limits.max_question_chars} characters")
+        if request.n > limits.max_n:
+            raise InvalidRequest(f"n must be at most {limits.max_n}")
+        if request.max_actions > limits.max_actions_limit:
+            raise InvalidRequest(f"max_actions must be at most {limits.max_actions_limit}")
+        if request.engine not in (None, limits.engine):
+            raise InvalidRequest(
+                f"engine {request.engine!r} is not enabled; this service uses {limits.engine!r}"
+            )
+
+    def _agent(self, request: AnswerRequest) -> Agent:
+        return Agent(
+            self.web,
+            self.policy,
+            self.scorer,
+            episode=EpisodeConfig(temperature=request.temperature),
+            session=SessionConfig(max_actions=request.max_actions),
+        )
+
+    async def answer(self, request: AnswerRequest) -> AnswerResponse:
+        self.check(request)
+        trace: list[TraceEvent] = []
+
+        async def keep(event: TraceEvent) -> None:
+            trace.append(event)
+
+        async with self.admission.slot():
+            result = await self._agent(request).answer(
+                request.question, request.n, emit=keep if request.include_trace else None
+            )
+        self.metrics.observe_answer(result)
+        return AnswerResponse(**result.model_dump(), trace=trace if request.include_trace else None)
+
+    def stream(self, request: AnswerRequest) -> AsyncIterator[str]:
+        """Server-sent events: the trace as it happens, the final result, then [DONE].
+
+        Limits and capacity are checked before the first byte, so a bad or overloaded
+        request gets its HTTP status; if the client goes away, closing the generator
+        cancels every episode, fetch and policy request of the answer.
+        """
+        self.check(request)
+        self.admission.check()
+        return self._events(request)
+
+    async def _events(self, request: AnswerRequest) -> AsyncIterator[str]:
+        queue: asyncio.Queue[BaseModel] = asyncio.Queue()
+
+        async def put(event: TraceEvent) -> None:
+            await queue.put(event)
+
+        async def run() -> AnswerResult:
+            async with self.admission.slot():
+                return await self._agent(request).answer(request.question, request.n, emit=put)
+
+        task = asyncio.create_task(run())
+        try:
+            while not (task.done() and queue.empty()):
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield _sse(getter.result())
+                else:
+                    getter.cancel()
+            try:
+                result = task.result()
+                self.metrics.observe_answer(result)
+                yield _sse(FinalEvent(result=result))
+            except (AgentError, ServiceError) as error:
+                _, kind, _ = status_of(error)
+                yield _sse(StreamErrorEvent(message=str(error), error_type=kind))
+            yield "data: [DONE]\n\n"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def ready(self) -> dict[str, str]:
+        """What is not ready, by part ({} when all is)."""
+        problems = {}
+        if not await self.policy.ready():
+            problems["policy"] = f"{self.policy.base_url} does not serve {self.policy.model}"
+        return problems
+
+    async def aclose(self) -> None:
+        await self.policy.aclose()
+        await self.web.aclose()
+
+
+def _sse(event: BaseModel) -> str:
+    return f"data: {event.model_dump_json()}\n\n"

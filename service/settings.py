@@ -1,0 +1,31 @@
+"""Service settings: one pydantic-settings class, every field also a WEBGPT_* variable."""
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WEBGPT_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    engine: str = "offline"
+    policy_url: str | None = None  # None: the local vLLM server of the embedded default
+    policy_model: str | None = None
+    policy_key: SecretStr | None = None
+    reward_model: Path | None = None  # None: n must be 1
+    # Comma-separated bearer keys. None configured = local-only development mode: the
+    # service refuses to listen on anything but loopback.
+    api_keys: str = ""
+    max_concurrent_requests: int = Field(8, ge=1)  # answers computed at once
+    max_waiting_requests: int = Field(32, ge=0)  # beyond this, 429 with Retry-After
+    max_request_bytes: int = Field(64 * 1024, ge=1024)
+    max_question_chars: int = Field(2000, ge=10)
+    max_n: int = Field(16, ge=1)
+    max_actions_limit: int = Field(200, ge=1)
+    retry_after_s: int = Field(5, ge=1)
+
+    def api_key_list(self) -> list[str]:
+        return [key.strip() for key in self.api_keys.split(",") if key.strip()]

@@ -1,0 +1,201 @@
+"""The HTTP API on a real uvicorn: answers, streams, and every error status."""
+
+import asyncio
+import json
+import time
+
+import httpx
+
+from tests.agent.fake_policy import Script
+from tests.servers import free_port
+
+QUESTION = {"question": "crow corvus"}
+
+
+def test_answer_json(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url() as base:
+        response = httpx.post(f"{base}/answer", json=QUESTION, timeout=60)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["id"].startswith("ans_")
+    assert body["answer"] == "Crows are corvids [1]."
+    assert body["references"] == [
+        {
+            "n": 1,
+            "title": "Crow",
+            "url": "https://en.wikipedia.org/wiki/Crow",
+            "domain": "en.wikipedia.org",
+            "extract": "Crows are birds of the genus Corvus.",
+        }
+    ]
+    assert body["usage"]["actions"] == 4 and body["usage"]["pages_fetched"] == 1
+    assert body["versions"] == {"policy": "scripted", "reward": None, "format": 1}
+    assert body["trace"] is None
+    assert response.headers["x-request-id"]
+    with service_url() as base:
+        traced = httpx.post(f"{base}/answer", json={**QUESTION, "include_trace": True}, timeout=60)
+    kinds = [event["type"] for event in traced.json()["trace"]]
+    assert kinds[0] == "episode_start" and kinds.count("action") == 4 and kinds[-1] == "candidate"
+
+
+def test_stream_sends_typed_events_then_done(service_url) -> None:  # type: ignore[no-untyped-def]
+    with (
+        service_url() as base,
+        httpx.stream(
+            "POST", f"{base}/answer", json={**QUESTION, "stream": True}, timeout=60
+        ) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        data = [
+            line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")
+        ]
+    assert data[-1] == "[DONE]"
+    events = [json.loads(d) for d in data[:-1]]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "episode_start"
+    assert [e["event"]["type"] for e in events if e["type"] == "action"] == [
+        "search",
+        "page",
+        "quote",
+        "end",
+    ]
+    assert "answer_delta" in kinds and kinds[-2] == "candidate" and kinds[-1] == "final"
+    assert events[-1]["result"]["answer"] == "Crows are corvids [1]."
+
+
+def test_api_keys(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url(api_keys="key-one, key-two") as base:
+        for headers in (
+            {},
+            {"Authorization": "Bearer wrong"},
+            {"Authorization": "Basic key-one"},
+            {"Authorization": "Bearer key-one-and-more"},
+        ):
+            response = httpx.post(f"{base}/answer", json=QUESTION, headers=headers, timeout=30)
+            assert response.status_code == 401
+            assert response.json()["error"]["type"] == "unauthorized"
+        ok = httpx.post(
+            f"{base}/answer", json=QUESTION, headers={"Authorization": "Bearer key-two"}, timeout=60
+        )
+        assert ok.status_code == 200
+        assert httpx.get(f"{base}/healthz").status_code == 200  # probes need no key
+
+
+def test_invalid_requests_are_422_with_one_error_shape(service_url) -> None:  # type: ignore[no-untyped-def]
+    cases = [
+        ({}, "question"),
+        ({"question": ""}, "question"),
+        ({"question": "q", "n": 0}, "n"),
+        ({"question": "q", "temperature": 9}, "temperature"),
+        ({"question": "q", "surprise": 1}, "surprise"),
+        ({"question": "q", "n": 99}, "at most"),
+        ({"question": "x" * 3000}, "longer than"),
+        ({"question": "q", "max_actions": 10_000}, "max_actions"),
+        ({"question": "q", "engine": "bing"}, "not enabled"),
+    ]
+    with service_url() as base:
+        for body, needle in cases:
+            response = httpx.post(f"{base}/answer", json=body, timeout=30)
+            assert response.status_code == 422, (body, response.text)
+            error = response.json()["error"]
+            assert error["type"] == "invalid_request" and needle in error["message"], error
+        garbage = httpx.post(
+            f"{base}/answer", content=b"{not json", headers={"content-type": "application/json"}
+        )
+        assert garbage.status_code == 422
+
+
+def test_best_of_n_without_a_reward_model_is_400(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url() as base:
+        response = httpx.post(f"{base}/answer", json={**QUESTION, "n": 2}, timeout=30)
+    assert response.status_code == 400
+    assert "reward model" in response.json()["error"]["message"]
+
+
+def test_oversized_bodies_are_413(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url(max_request_bytes=2048) as base:
+        big = {"question": "q" * 5000}
+        assert httpx.post(f"{base}/answer", json=big).status_code == 413
+
+        def chunks():  # type: ignore[no-untyped-def]
+            for _ in range(10):
+                yield b" " * 1000
+
+        chunked = httpx.post(
+            f"{base}/answer", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert chunked.status_code == 413
+        assert chunked.json()["error"]["type"] == "payload_too_large"
+
+
+def test_overload_is_429_with_retry_after(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
+    script.delay_s = 0.3
+    with service_url(max_concurrent_requests=1, max_waiting_requests=0) as base:
+
+        async def both() -> list[httpx.Response]:
+            async with httpx.AsyncClient(timeout=60) as client:
+                return await asyncio.gather(
+                    client.post(f"{base}/answer", json=QUESTION),
+                    client.post(f"{base}/answer", json=QUESTION),
+                )
+
+        statuses = sorted(r.status_code for r in asyncio.run(both()))
+        assert statuses == [200, 429]
+        rejected = httpx.post(f"{base}/answer", json={**QUESTION, "stream": True}, timeout=60)
+        assert rejected.status_code == 200  # capacity is free again
+
+
+def test_policy_down_is_503_and_not_ready(offline_store, script: Script) -> None:  # type: ignore[no-untyped-def]
+    from agent.openai_policy import OpenAIPolicy
+    from browser.web import Web, WebOptions
+    from service.app import create_app
+    from service.metrics import Metrics
+    from service.serving import AnswerService
+    from service.settings import ServiceSettings
+    from tests.servers import serve
+
+    down = f"http://127.0.0.1:{free_port()}/v1"
+    settings = ServiceSettings(policy_url=down, policy_model="m", retry_after_s=7)
+    web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    service = AnswerService(
+        settings, web, OpenAIPolicy(down, "m", backoff_s=0.01, max_retries=1), None, Metrics()
+    )
+    with serve(create_app(service)) as base:
+        response = httpx.post(f"{base}/answer", json=QUESTION, timeout=30)
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "7"
+        assert response.json()["error"]["type"] == "policy_unavailable"
+        ready = httpx.get(f"{base}/readyz")
+        assert ready.status_code == 503 and "policy" in ready.json()["problems"]
+
+
+def test_ready_and_metrics(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url() as base:
+        assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
+        httpx.post(f"{base}/answer", json=QUESTION, timeout=60)
+        text = httpx.get(f"{base}/metrics").text
+    assert 'webgpt_requests_total{route="/answer",status="200"} 1.0' in text
+    assert "webgpt_actions_total 4.0" in text
+    assert "webgpt_request_seconds_bucket" in text
+
+
+def test_client_disconnect_cancels_the_answer(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
+    script.delay_s = 0.5
+    script.oracle_quote = None
+    script.default_command = "Top"  # an endless browse: only cancellation stops it early
+    with service_url() as base:
+        with httpx.stream(
+            "POST",
+            f"{base}/answer",
+            json={**QUESTION, "stream": True, "max_actions": 100},
+            timeout=60,
+        ) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: ") and '"action"' in line:
+                    break  # the first action arrived; now the client goes away
+        time.sleep(1.5)
+        seen = len(script.requests)
+        time.sleep(2.0)
+        assert len(script.requests) == seen, "policy requests kept coming after the client left"
+        assert seen < 10
