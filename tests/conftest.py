@@ -1,10 +1,17 @@
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from agent.openai_policy import OpenAIPolicy
 from browser.corpus import build_corpus, wikipedia_pages
+from browser.web import Web, WebOptions
+from service.app import create_app
+from service.metrics import Metrics
+from service.serving import AnswerService
+from service.settings import ServiceSettings
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.browser.fixture_site import HitCounter, fixture_app
 from tests.servers import serve
@@ -50,12 +57,32 @@ def offline_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
+CROW_QUOTE = "Crows are birds of the genus Corvus."
+
+
 @pytest.fixture
 def script() -> Script:
-    return Script()
+    """The scripted policy: scripted commands first, then it browses by reading the page."""
+    return Script(oracle_quote=CROW_QUOTE, answers=["Crows are corvids [1]."] * 20)
 
 
 @pytest.fixture
 def policy_url(script: Script) -> Iterator[str]:
     with serve(fake_policy_app(script)) as base:
         yield base + "/v1"
+
+
+@pytest.fixture
+def service_url(offline_store: Path, policy_url: str) -> Callable[..., contextmanager]:  # type: ignore[type-arg]
+    """Start the real app on loopback with settings overrides; yields its base URL."""
+
+    @contextmanager
+    def start(**overrides: object) -> Iterator[str]:
+        settings = ServiceSettings(policy_url=policy_url, policy_model="scripted", **overrides)  # type: ignore[arg-type]
+        web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+        policy = OpenAIPolicy(policy_url, "scripted", backoff_s=0.01, max_retries=1)
+        service = AnswerService(settings, web, policy, None, Metrics())
+        with serve(create_app(service)) as base:
+            yield base
+
+    return start

@@ -29,7 +29,7 @@ class Script:
     def next_command(self, prompt: str) -> str:
         if self.commands:
             return self.commands.pop(0)
-        if self.oracle_quote is None:
+        if self.oracle_quote is None or "♦Question\n" not in prompt:
             return self.default_command
         return self._oracle(prompt)
 

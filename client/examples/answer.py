@@ -1,0 +1,26 @@
+"""Ask a question and print the answer with its references.
+
+WEBGPT_BASE_URL=http://127.0.0.1:8080 python client/examples/answer.py "Who painted the Mona Lisa?"
+"""
+
+import sys
+
+from webgpt_client import APIStatusError, Client
+
+
+def main() -> None:
+    question = " ".join(sys.argv[1:]) or "Who painted the Mona Lisa?"
+    with Client() as client:
+        try:
+            result = client.answer(question)
+        except APIStatusError as error:
+            sys.exit(
+                f"{error.status_code} {error.type}: {error.message} (request {error.request_id})"
+            )
+    print(result.answer or "(no answer)")
+    for reference in result.references:
+        print(f"[{reference.n}] {reference.title} — {reference.url}")
+
+
+if __name__ == "__main__":
+    main()

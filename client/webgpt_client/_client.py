@@ -1,0 +1,231 @@
+"""Client / AsyncClient: the same methods, sync and async, sharing their logic."""
+
+import asyncio
+import os
+import random
+import time
+from typing import Any
+
+import httpx
+
+from webgpt_client._exceptions import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    WebGPTError,
+    status_error,
+)
+from webgpt_client._streaming import AsyncStream, Stream
+from webgpt_client.types import Answer
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+RETRIED_STATUSES = (429, 503)
+MAX_RETRY_AFTER_S = 30.0
+
+
+class _BaseClient:
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("WEBGPT_BASE_URL") or DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        self.api_key = api_key if api_key is not None else os.environ.get("WEBGPT_API_KEY")
+        self.timeout = timeout
+        self.max_retries = max_retries
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"User-Agent": "webgpt-client/0.1"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    @staticmethod
+    def _body(question: str, **options: Any) -> dict[str, Any]:
+        return {"question": question, **{k: v for k, v in options.items() if v is not None}}
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None:
+            try:
+                return min(float(response.headers["retry-after"]), MAX_RETRY_AFTER_S)
+            except (KeyError, ValueError):
+                pass
+        return float(0.5 * 2.0**attempt * random.uniform(0.5, 1.5))
+
+    def _should_retry(self, attempt: int, response: httpx.Response | None) -> bool:
+        if attempt >= self.max_retries:
+            return False
+        return response is None or response.status_code in RETRIED_STATUSES
+
+
+class Client(_BaseClient):
+    """The webgpt service from synchronous code. `with Client() as client: ...`"""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 2,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout, max_retries)
+        self._http = http_client or httpx.Client(timeout=timeout)
+
+    def answer(
+        self,
+        question: str,
+        *,
+        n: int | None = None,
+        temperature: float | None = None,
+        max_actions: int | None = None,
+        include_trace: bool | None = None,
+    ) -> Answer:
+        """Answer a question; returns the final result."""
+        body = self._body(
+            question,
+            n=n,
+            temperature=temperature,
+            max_actions=max_actions,
+            include_trace=include_trace,
+        )
+        response = self._send(body, stream=False)
+        return Answer.model_validate(response.json())
+
+    def stream(
+        self,
+        question: str,
+        *,
+        n: int | None = None,
+        temperature: float | None = None,
+        max_actions: int | None = None,
+    ) -> Stream:
+        """Answer a question, getting the trace events as they happen (ends with `final`)."""
+        body = self._body(
+            question, n=n, temperature=temperature, max_actions=max_actions, stream=True
+        )
+        return Stream(self._send(body, stream=True))
+
+    def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                request = self._http.build_request(
+                    "POST", f"{self.base_url}/answer", json=body, headers=self._headers()
+                )
+                response = self._http.send(request, stream=stream)
+            except httpx.TimeoutException as error:
+                failure: WebGPTError = APITimeoutError(f"no answer from {self.base_url} in time")
+                failure.__cause__ = error
+            except httpx.HTTPError as error:
+                failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
+                failure.__cause__ = error
+            else:
+                if response.status_code < 400:
+                    return response
+                response.read()
+                response.close()
+                failure = status_error(response)
+            if not self._should_retry(attempt, response):
+                raise failure
+            time.sleep(self._delay(attempt, response))
+            attempt += 1
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_BaseClient):
+    """The webgpt service from asyncio code. `async with AsyncClient() as client: ...`"""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 2,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout, max_retries)
+        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+
+    async def answer(
+        self,
+        question: str,
+        *,
+        n: int | None = None,
+        temperature: float | None = None,
+        max_actions: int | None = None,
+        include_trace: bool | None = None,
+    ) -> Answer:
+        body = self._body(
+            question,
+            n=n,
+            temperature=temperature,
+            max_actions=max_actions,
+            include_trace=include_trace,
+        )
+        response = await self._send(body, stream=False)
+        return Answer.model_validate(response.json())
+
+    async def stream(
+        self,
+        question: str,
+        *,
+        n: int | None = None,
+        temperature: float | None = None,
+        max_actions: int | None = None,
+    ) -> AsyncStream:
+        body = self._body(
+            question, n=n, temperature=temperature, max_actions=max_actions, stream=True
+        )
+        return AsyncStream(await self._send(body, stream=True))
+
+    async def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                request = self._http.build_request(
+                    "POST", f"{self.base_url}/answer", json=body, headers=self._headers()
+                )
+                response = await self._http.send(request, stream=stream)
+            except httpx.TimeoutException as error:
+                failure: WebGPTError = APITimeoutError(f"no answer from {self.base_url} in time")
+                failure.__cause__ = error
+            except httpx.HTTPError as error:
+                failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
+                failure.__cause__ = error
+            else:
+                if response.status_code < 400:
+                    return response
+                await response.aread()
+                await response.aclose()
+                failure = status_error(response)
+            if not self._should_retry(attempt, response):
+                raise failure
+            await asyncio.sleep(self._delay(attempt, response))
+            attempt += 1
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["APIStatusError", "AsyncClient", "Client"]

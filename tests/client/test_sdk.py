@@ -1,0 +1,150 @@
+"""The SDK against the real app on loopback (and httpx.MockTransport for transport faults)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from webgpt_client import (
+    APIConnectionError,
+    AsyncClient,
+    AuthenticationError,
+    BadRequestError,
+    Client,
+    RateLimitError,
+    UnprocessableEntityError,
+)
+
+from tests.servers import free_port
+
+EXAMPLES = Path(__file__).parent.parent.parent / "client" / "examples"
+QUESTION = "crow corvus"
+
+
+def test_sync_answer_and_stream(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url(api_keys="sdk-key") as base, Client(base, api_key="sdk-key") as client:
+        result = client.answer(QUESTION, include_trace=True)
+        assert result.answer == "Crows are corvids [1]."
+        assert result.references[0].url == "https://en.wikipedia.org/wiki/Crow"
+        assert result.usage.actions == 4 and result.trace
+        with client.stream(QUESTION) as events:
+            kinds = [event.type for event in events]
+        assert kinds[0] == "episode_start" and kinds[-1] == "final" and "action" in kinds
+
+
+async def test_async_answer_and_stream(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url() as base:
+        async with AsyncClient(base) as client:
+            result = await client.answer(QUESTION)
+            assert result.answer == "Crows are corvids [1]."
+            finals = []
+            async with await client.stream(QUESTION) as events:
+                async for event in events:
+                    if event.type == "final":
+                        finals.append(event.result.answer)  # type: ignore[attr-defined]
+            assert finals == ["Crows are corvids [1]."]
+
+
+def test_typed_errors_carry_status_and_request_id(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url(api_keys="right") as base:
+        with Client(base, api_key="wrong") as client, pytest.raises(AuthenticationError) as caught:
+            client.answer(QUESTION)
+        assert caught.value.status_code == 401 and caught.value.type == "unauthorized"
+        assert caught.value.request_id
+        with Client(base, api_key="right") as client:
+            with pytest.raises(UnprocessableEntityError, match="question"):
+                client.answer("")
+            with pytest.raises(BadRequestError, match="reward model"):
+                client.answer(QUESTION, n=2)
+
+
+def test_base_url_and_key_from_the_environment(
+    service_url, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    with service_url(api_keys="env-key") as base:
+        monkeypatch.setenv("WEBGPT_BASE_URL", base)
+        monkeypatch.setenv("WEBGPT_API_KEY", "env-key")
+        with Client() as client:
+            assert client.answer(QUESTION).answer == "Crows are corvids [1]."
+
+
+def test_retries_on_429_and_503_honour_retry_after() -> None:
+    answers = iter(
+        [
+            httpx.Response(
+                503,
+                json={"error": {"type": "policy_unavailable", "message": "down"}},
+                headers={"Retry-After": "0"},
+            ),
+            httpx.Response(
+                429,
+                json={"error": {"type": "overloaded", "message": "busy"}},
+                headers={"Retry-After": "0"},
+            ),
+            httpx.Response(
+                200,
+                json={
+                    "id": "ans_1",
+                    "question": "q",
+                    "answer": "a [1]",
+                    "references": [],
+                    "candidates": [],
+                    "best": None,
+                    "versions": {},
+                    "timings": {},
+                    "usage": {
+                        "prompt_tokens": 1,
+                        "completion_tokens": 1,
+                        "actions": 1,
+                        "pages_fetched": 0,
+                    },
+                },
+            ),
+        ]
+    )
+    transport = httpx.MockTransport(lambda request: next(answers))
+    with Client("http://service.test", http_client=httpx.Client(transport=transport)) as client:
+        assert client.answer("q").answer == "a [1]"
+
+    busy = httpx.MockTransport(
+        lambda request: httpx.Response(
+            429,
+            json={"error": {"type": "overloaded", "message": "busy"}},
+            headers={"Retry-After": "0", "x-request-id": "r1"},
+        )
+    )
+    with (
+        Client(
+            "http://service.test", max_retries=1, http_client=httpx.Client(transport=busy)
+        ) as client,
+        pytest.raises(RateLimitError) as caught,
+    ):
+        client.answer("q")
+    assert caught.value.request_id == "r1"
+
+
+def test_unreachable_service() -> None:
+    with (
+        Client(f"http://127.0.0.1:{free_port()}", max_retries=0) as client,
+        pytest.raises(APIConnectionError, match="cannot reach"),
+    ):
+        client.answer("q")
+
+
+def test_examples_run(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url() as base:
+        env = {**os.environ, "WEBGPT_BASE_URL": base}
+        for example in ("answer.py", "stream_async.py"):
+            done = subprocess.run(
+                [sys.executable, str(EXAMPLES / example), QUESTION],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            assert "Crows are corvids [1]." in done.stdout
+            assert "[1] Crow — https://en.wikipedia.org/wiki/Crow" in done.stdout
