@@ -15,7 +15,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import AgentError
 from service.errors import PayloadTooLarge, ServiceError, Unauthorized, status_of
-from service.protocol import AnswerRequest, AnswerResponse, ErrorBody, ErrorDetail
+from service.protocol import (
+    AnswerRequest,
+    AnswerResponse,
+    ErrorBody,
+    ErrorDetail,
+    Feedback,
+    FeedbackReceipt,
+)
 from service.serving import AnswerService
 
 logger = logging.getLogger("webgpt.service")
@@ -145,6 +152,10 @@ def create_app(service: AnswerService) -> FastAPI:
             )
         result = await service.answer(body)
         return JSONResponse(result.model_dump(mode="json"))
+
+    @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(authorize)])
+    async def feedback(body: Feedback) -> FeedbackReceipt:
+        return await service.feedback(body)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -1,8 +1,10 @@
 """The `webgpt` command: one entry point, each package contributes its subcommands."""
 
 import argparse
+import json
 import logging
 import sys
+from pathlib import Path
 
 import agent.cli
 import browser.cli
@@ -29,7 +31,36 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--policy-model", default=None)
     serve.add_argument("--reward-model", default=None)
     serve.set_defaults(run=_serve)
+    feedback = commands.add_parser("feedback", help="human feedback the service recorded")
+    feedback_commands = feedback.add_subparsers(dest="feedback_command", required=True)
+    export = feedback_commands.add_parser(
+        "export", help="comparisons as JSONL for `webgpt train rm` (stdout or --out)"
+    )
+    export.add_argument(
+        "--db", type=Path, default=None, help="default: $WEBGPT_HOME/feedback.sqlite"
+    )
+    export.add_argument("--out", type=Path, default=None)
+    export.set_defaults(run=_export_feedback)
     return parser
+
+
+def _export_feedback(args: argparse.Namespace) -> int:
+    from browser.offline import webgpt_home
+    from service.store import FeedbackStore
+
+    path = args.db or webgpt_home() / "feedback.sqlite"
+    if not path.is_file():
+        raise SystemExit(f"error: no feedback database at {path}")
+    store = FeedbackStore(path)
+    lines = [json.dumps(row) for row in store.export_comparisons()]
+    store.close()
+    text = "".join(line + "\n" for line in lines)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text)
+    print(f"{len(lines)} comparisons exported", file=sys.stderr)
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:

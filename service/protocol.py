@@ -1,8 +1,8 @@
 """Wire models of the HTTP API (requests, responses, stream events, errors)."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from agent.answer import AnswerResult
 from agent.trace import TraceEvent
@@ -22,6 +22,50 @@ class AnswerRequest(BaseModel):
 
 class AnswerResponse(AnswerResult):
     trace: list[TraceEvent] | None = None
+
+
+class ComparisonFeedback(BaseModel):
+    """A person's judgement between two candidates of an answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["comparison"] = "comparison"
+    answer_id: str = Field(min_length=1, max_length=100)
+    better: int = Field(ge=0, description="index of the better candidate")
+    worse: int = Field(ge=0, description="index of the worse candidate")
+    tie: bool = Field(False, description="the two are equally good")
+    note: str | None = Field(None, max_length=2000)
+
+
+class DemonstrationFeedback(BaseModel):
+    """A recorded browsing episode: the commands a person issued and the answer written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["demonstration"]
+    question: str = Field(min_length=1, max_length=2000)
+    commands: list[str] = Field(min_length=1, max_length=200)
+    answer: str = Field(min_length=1, max_length=10_000)
+    quotes: list[dict[str, str]] = Field(default_factory=list, max_length=50)
+
+
+def _feedback_kind(value: object) -> str:
+    """`kind` picks the model; a body without one is a comparison."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "comparison"))
+    return str(getattr(value, "kind", "comparison"))
+
+
+Feedback = Annotated[
+    Annotated[ComparisonFeedback, Tag("comparison")]
+    | Annotated[DemonstrationFeedback, Tag("demonstration")],
+    Discriminator(_feedback_kind),
+]
+
+
+class FeedbackReceipt(BaseModel):
+    id: int
+    kind: str
 
 
 class FinalEvent(BaseModel):

@@ -7,11 +7,13 @@ import uvicorn
 
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
+from browser.offline import webgpt_home
 from browser.web import Web, WebOptions
 from service.app import create_app
 from service.metrics import Metrics
 from service.serving import AnswerService
 from service.settings import ServiceSettings
+from service.store import FeedbackStore
 
 
 def is_loopback(host: str) -> bool:
@@ -44,7 +46,9 @@ def build_service(settings: ServiceSettings) -> AnswerService:
         url, model = local_policy_url()
     key = settings.policy_key.get_secret_value() if settings.policy_key else None
     web = Web(WebOptions.from_env(engine=settings.engine))
-    return AnswerService(settings, web, OpenAIPolicy(url, model, api_key=key), scorer, Metrics())
+    store = FeedbackStore(settings.feedback_db or webgpt_home() / "feedback.sqlite")
+    policy = OpenAIPolicy(url, model, api_key=key)
+    return AnswerService(settings, web, policy, scorer, Metrics(), store)
 
 
 def serve(settings: ServiceSettings) -> None:

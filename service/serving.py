@@ -16,8 +16,17 @@ from browser.session import SessionConfig
 from browser.web import Web
 from service.errors import InvalidRequest, Overloaded, ServiceError, status_of
 from service.metrics import Metrics
-from service.protocol import AnswerRequest, AnswerResponse, FinalEvent, StreamErrorEvent
+from service.protocol import (
+    AnswerRequest,
+    AnswerResponse,
+    ComparisonFeedback,
+    DemonstrationFeedback,
+    FeedbackReceipt,
+    FinalEvent,
+    StreamErrorEvent,
+)
 from service.settings import ServiceSettings
+from service.store import FeedbackStore
 
 
 class Admission:
@@ -53,6 +62,7 @@ class AnswerService:
     policy: OpenAIPolicy
     scorer: Scorer | None
     metrics: Metrics
+    store: FeedbackStore
 
     def __post_init__(self) -> None:
         self.admission = Admission(
@@ -94,6 +104,7 @@ class AnswerService:
                 request.question, request.n, emit=keep if request.include_trace else None
             )
         self.metrics.observe_answer(result)
+        await asyncio.to_thread(self.store.record_answer, result)
         return AnswerResponse(**result.model_dump(), trace=trace if request.include_trace else None)
 
     def stream(self, request: AnswerRequest) -> AsyncIterator[str]:
@@ -129,6 +140,7 @@ class AnswerService:
             try:
                 result = task.result()
                 self.metrics.observe_answer(result)
+                await asyncio.to_thread(self.store.record_answer, result)
                 yield _sse(FinalEvent(result=result))
             except (AgentError, ServiceError) as error:
                 _, kind, _ = status_of(error)
@@ -145,9 +157,28 @@ class AnswerService:
             problems["policy"] = f"{self.policy.base_url} does not serve {self.policy.model}"
         return problems
 
+    async def feedback(
+        self, feedback: ComparisonFeedback | DemonstrationFeedback
+    ) -> FeedbackReceipt:
+        if isinstance(feedback, ComparisonFeedback):
+            row = await asyncio.to_thread(
+                self.store.add_comparison,
+                feedback.answer_id,
+                feedback.better,
+                feedback.worse,
+                feedback.tie,
+                feedback.note,
+            )
+        else:
+            row = await asyncio.to_thread(
+                self.store.add_demonstration, feedback.question, feedback.model_dump()
+            )
+        return FeedbackReceipt(id=row, kind=feedback.kind)
+
     async def aclose(self) -> None:
         await self.policy.aclose()
         await self.web.aclose()
+        self.store.close()
 
 
 def _sse(event: BaseModel) -> str:

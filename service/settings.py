@@ -26,6 +26,7 @@ class ServiceSettings(BaseSettings):
     max_n: int = Field(16, ge=1)
     max_actions_limit: int = Field(200, ge=1)
     retry_after_s: int = Field(5, ge=1)
+    feedback_db: Path | None = None  # None: $WEBGPT_HOME/feedback.sqlite
 
     def api_key_list(self) -> list[str]:
         return [key.strip() for key in self.api_keys.split(",") if key.strip()]

@@ -12,6 +12,7 @@ from service.app import create_app
 from service.metrics import Metrics
 from service.serving import AnswerService
 from service.settings import ServiceSettings
+from service.store import FeedbackStore
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.browser.fixture_site import HitCounter, fixture_app
 from tests.servers import serve
@@ -81,7 +82,10 @@ def service_url(offline_store: Path, policy_url: str) -> Callable[..., contextma
         settings = ServiceSettings(policy_url=policy_url, policy_model="scripted", **overrides)  # type: ignore[arg-type]
         web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
         policy = OpenAIPolicy(policy_url, "scripted", backoff_s=0.01, max_retries=1)
-        service = AnswerService(settings, web, policy, None, Metrics())
+        store = FeedbackStore(
+            Path(overrides.get("feedback_db") or offline_store.parent / "fb.sqlite")
+        )  # type: ignore[arg-type]
+        service = AnswerService(settings, web, policy, None, Metrics(), store)
         with serve(create_app(service)) as base:
             yield base
 

@@ -153,14 +153,15 @@ def test_policy_down_is_503_and_not_ready(offline_store, script: Script) -> None
     from service.metrics import Metrics
     from service.serving import AnswerService
     from service.settings import ServiceSettings
+    from service.store import FeedbackStore
     from tests.servers import serve
 
     down = f"http://127.0.0.1:{free_port()}/v1"
     settings = ServiceSettings(policy_url=down, policy_model="m", retry_after_s=7)
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
-    service = AnswerService(
-        settings, web, OpenAIPolicy(down, "m", backoff_s=0.01, max_retries=1), None, Metrics()
-    )
+    policy = OpenAIPolicy(down, "m", backoff_s=0.01, max_retries=1)
+    store = FeedbackStore(offline_store.parent / "down.sqlite")
+    service = AnswerService(settings, web, policy, None, Metrics(), store)
     with serve(create_app(service)) as base:
         response = httpx.post(f"{base}/answer", json=QUESTION, timeout=30)
         assert response.status_code == 503

@@ -1,0 +1,100 @@
+"""Feedback lands in SQLite, survives a restart, and exports for reward training."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from reward.data import load_comparisons
+from tests.agent.fake_policy import Script
+
+QUESTION = {"question": "crow corvus"}
+
+
+def test_comparison_survives_a_restart_and_exports(
+    service_url, script: Script, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "feedback.sqlite"
+    script.answers = ["Crows are corvids [1].", "Crows are birds [1]."]
+    with service_url(feedback_db=str(db), reward_model=None) as base:
+        # n=1 gives one candidate: a comparison within it is refused.
+        answer = httpx.post(f"{base}/answer", json=QUESTION, timeout=60).json()
+        bad = httpx.post(
+            f"{base}/feedback", json={"answer_id": answer["id"], "better": 0, "worse": 1}
+        )
+        assert bad.status_code == 422 and "below 1" in bad.json()["error"]["message"]
+        unknown = httpx.post(
+            f"{base}/feedback", json={"answer_id": "ans_nope", "better": 0, "worse": 1}
+        )
+        assert (
+            unknown.status_code == 422 and "unknown answer id" in unknown.json()["error"]["message"]
+        )
+        demo = httpx.post(
+            f"{base}/feedback",
+            json={
+                "kind": "demonstration",
+                "question": "q",
+                "commands": ["Search crows", "End: Answer"],
+                "answer": "Crows [1].",
+                "quotes": [{"title": "Crow", "extract": "Crows are birds."}],
+            },
+        )
+        assert demo.status_code == 200 and demo.json()["kind"] == "demonstration"
+    # An answer with two candidates (best-of-2 needs a reward model, so it is recorded
+    # directly, the way the service records answers).
+    from agent.answer import AnswerResult
+    from service.store import FeedbackStore
+
+    first = AnswerResult.model_validate(answer)
+    two = first.model_copy(
+        update={
+            "id": "ans_two",
+            "candidates": [
+                first.candidates[0],
+                first.candidates[0].model_copy(
+                    update={"episode": 1, "answer": "Crows are birds [1]."}
+                ),
+            ],
+        }
+    )
+    store = FeedbackStore(db)
+    store.record_answer(two)
+    store.close()
+    with service_url(feedback_db=str(db)) as base:  # a restarted service on the same file
+        ok = httpx.post(
+            f"{base}/feedback",
+            json={"answer_id": "ans_two", "better": 1, "worse": 0, "note": "shorter"},
+        )
+        assert ok.status_code == 200 and ok.json() == {"id": 1, "kind": "comparison"}
+        tie = httpx.post(
+            f"{base}/feedback", json={"answer_id": "ans_two", "better": 0, "worse": 1, "tie": True}
+        )
+        assert tie.status_code == 200
+    out = tmp_path / "comparisons.jsonl"
+    exported = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "feedback",
+            "export",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert "2 comparisons exported" in exported.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0]["a"]["answer"] == "Crows are birds [1]." and rows[0]["preference"] == "a"
+    assert rows[0]["a"]["quotes"][0]["url"] == "https://en.wikipedia.org/wiki/Crow"
+    assert rows[1]["preference"] == "tie"
+    comparisons, report = load_comparisons([out])  # what `webgpt train rm` reads
+    assert report.used == 2 and [c.label for c in comparisons] == [1.0, 0.5]
