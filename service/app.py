@@ -18,6 +18,7 @@ from service.errors import PayloadTooLarge, ServiceError, Unauthorized, status_o
 from service.protocol import (
     AnswerRequest,
     AnswerResponse,
+    ChatRequest,
     ErrorBody,
     ErrorDetail,
     Feedback,
@@ -152,6 +153,16 @@ def create_app(service: AnswerService) -> FastAPI:
             )
         result = await service.answer(body)
         return JSONResponse(result.model_dump(mode="json"))
+
+    @app.post("/v1/chat/completions", dependencies=[Depends(authorize)])
+    async def chat_completions(body: ChatRequest) -> Response:
+        if body.stream:
+            return StreamingResponse(
+                service.chat_stream(body),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache"},
+            )
+        return JSONResponse(await service.chat(body))
 
     @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(authorize)])
     async def feedback(body: Feedback) -> FeedbackReceipt:

@@ -1,6 +1,6 @@
 """Wire models of the HTTP API (requests, responses, stream events, errors)."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
@@ -66,6 +66,36 @@ Feedback = Annotated[
 class FeedbackReceipt(BaseModel):
     id: int
     kind: str
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):  # content parts: keep the text ones
+            return " ".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatRequest(BaseModel):
+    """OpenAI chat completions; fields we do not use (max_tokens, top_p, ...) are accepted."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    n: int = Field(1, ge=1, description="episodes for best-of-n; one choice is returned")
+    temperature: float = Field(0.8, ge=0.0, le=2.0)
+
+    def question(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user" and message.text().strip():
+                return message.text().strip()
+        raise ValueError("no user message with text")
 
 
 class FinalEvent(BaseModel):

@@ -2,8 +2,12 @@
 
 import asyncio
 import contextlib
+import json
+import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,6 +23,7 @@ from service.metrics import Metrics
 from service.protocol import (
     AnswerRequest,
     AnswerResponse,
+    ChatRequest,
     ComparisonFeedback,
     DemonstrationFeedback,
     FeedbackReceipt,
@@ -156,6 +161,84 @@ class AnswerService:
         if not await self.policy.ready():
             problems["policy"] = f"{self.policy.base_url} does not serve {self.policy.model}"
         return problems
+
+    def _chat_answer(self, chat: ChatRequest) -> AnswerRequest:
+        try:
+            question = chat.question()
+        except ValueError as error:
+            raise InvalidRequest(str(error)) from None
+        return AnswerRequest.model_validate(
+            {"question": question, "n": chat.n, "temperature": chat.temperature}
+        )
+
+    async def chat(self, chat: ChatRequest) -> dict[str, Any]:
+        """An OpenAI chat.completion whose message is the answer; references alongside."""
+        result = await self.answer(self._chat_answer(chat))
+        references = [r.model_dump() for r in result.references]
+        usage = result.usage
+        return {
+            "id": "chatcmpl-" + result.id.removeprefix("ans_"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(result.versions["policy"]),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {
+                        "role": "assistant",
+                        "content": result.answer or "",
+                        "references": references,
+                    },
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            },
+            "references": references,
+        }
+
+    def chat_stream(self, chat: ChatRequest) -> AsyncIterator[str]:
+        """chat.completion.chunk events: the answer's text as it is written (n = 1), or the
+        chosen answer at the end (n > 1, known only after scoring); references in the last."""
+        return self._chat_chunks(chat, self.stream(self._chat_answer(chat)))
+
+    async def _chat_chunks(
+        self, chat: ChatRequest, events: AsyncIterator[str]
+    ) -> AsyncIterator[str]:
+        chat_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+            body = {
+                "id": chat_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": self.policy.name,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+            return f"data: {json.dumps(body)}\n\n"
+
+        yield chunk({"role": "assistant", "content": ""})
+        streamed = False
+        async for line in events:
+            if line.startswith("data: [DONE]"):
+                break
+            event = json.loads(line[len("data: ") :])
+            if event["type"] == "answer_delta" and chat.n == 1:
+                streamed = True
+                yield chunk({"content": event["text"]})
+            elif event["type"] == "final":
+                result = event["result"]
+                if not streamed:
+                    yield chunk({"content": result["answer"] or ""})
+                yield chunk({}, "stop", references=result["references"])
+            elif event["type"] == "error":
+                error = {"type": event["error_type"], "message": event["message"]}
+                yield f"data: {json.dumps({'error': error})}\n\n"
+        yield "data: [DONE]\n\n"
 
     async def feedback(
         self, feedback: ComparisonFeedback | DemonstrationFeedback
