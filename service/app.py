@@ -7,10 +7,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import AgentError
@@ -27,6 +29,7 @@ from service.protocol import (
 from service.serving import AnswerService
 
 logger = logging.getLogger("webgpt.service")
+STATIC = Path(__file__).parent / "static"
 
 
 def error_response(error: Exception, retry_after_s: int) -> JSONResponse:
@@ -167,6 +170,12 @@ def create_app(service: AnswerService) -> FastAPI:
     @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(authorize)])
     async def feedback(body: Feedback) -> FeedbackReceipt:
         return await service.feedback(body)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def front_end() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
