@@ -39,3 +39,4 @@ bench: corpus
 	$(VENV)/python benchmarks/browser_bench.py
 	$(VENV)/python benchmarks/agent_bench.py
 	$(VENV)/python benchmarks/reward_bench.py
+	$(VENV)/python benchmarks/service_bench.py
