@@ -10,12 +10,12 @@ install:
 corpus: install
 	@[ -f "$${WEBGPT_HOME:-$$HOME/.cache/webgpt}/offline-web.sqlite" ] || $(VENV)/webgpt corpus build
 
-# The main job on the embedded default: browse the offline web with a scripted
-# demonstration, then let the default policy (SmolLM2-135M on the local vLLM server, started
-# on first use and left running; `webgpt model stop` ends it) answer the same question.
+# The main job on the embedded default (scripts/demo.sh): browse the offline web with a
+# scripted demonstration, answer with the default policy (SmolLM2-135M on the local vLLM
+# server, started on first use and left running; `webgpt model stop` ends it), then serve
+# and answer over HTTP with the SDK.
 demo: corpus
-	$(VENV)/webgpt browse --question "$(QUESTION)" < examples/demo-commands.txt
-	$(VENV)/webgpt answer "$(QUESTION)" --max-actions 10
+	QUESTION="$(QUESTION)" bash scripts/demo.sh
 
 test: install
 	$(VENV)/ruff check .

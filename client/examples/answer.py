@@ -3,16 +3,20 @@
 WEBGPT_BASE_URL=http://127.0.0.1:8080 python client/examples/answer.py "Who painted the Mona Lisa?"
 """
 
+import argparse
 import sys
 
 from webgpt_client import APIStatusError, Client
 
 
 def main() -> None:
-    question = " ".join(sys.argv[1:]) or "Who painted the Mona Lisa?"
+    parser = argparse.ArgumentParser(description="Ask the webgpt service a question.")
+    parser.add_argument("question", nargs="?", default="Who painted the Mona Lisa?")
+    parser.add_argument("--max-actions", type=int, default=None)
+    args = parser.parse_args()
     with Client() as client:
         try:
-            result = client.answer(question)
+            result = client.answer(args.question, max_actions=args.max_actions)
         except APIStatusError as error:
             sys.exit(
                 f"{error.status_code} {error.type}: {error.message} (request {error.request_id})"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job on the embedded default (`make demo`): browse the offline web by hand, let
+# the default policy answer from the command line, then serve and answer over HTTP with the
+# SDK. The local vLLM server is started on first use and left running (`webgpt model stop`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv/bin
+QUESTION=${QUESTION:-"What does the json module's dumps function do?"}
+PORT=${PORT:-8080}
+
+echo "== 1. browsing by hand (examples/demo-commands.txt)"
+"$VENV/webgpt" browse --question "$QUESTION" < examples/demo-commands.txt
+
+echo "== 2. the default policy answers (webgpt answer)"
+"$VENV/webgpt" answer "$QUESTION" --max-actions 10
+
+echo "== 3. the service answers (webgpt serve + the Python SDK)"
+"$VENV/webgpt" serve --port "$PORT" &
+service=$!
+trap 'kill "$service" 2>/dev/null; wait "$service" 2>/dev/null || true' EXIT
+"$VENV/python" - "$PORT" <<'PY'
+import sys, time, httpx
+url = f"http://127.0.0.1:{sys.argv[1]}/readyz"
+for _ in range(600):
+    try:
+        if httpx.get(url, timeout=2).status_code == 200:
+            sys.exit(0)
+    except httpx.HTTPError:
+        pass
+    time.sleep(1)
+sys.exit("the service did not become ready")
+PY
+WEBGPT_BASE_URL="http://127.0.0.1:$PORT" "$VENV/python" client/examples/answer.py "$QUESTION" --max-actions 10
