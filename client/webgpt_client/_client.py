@@ -56,6 +56,14 @@ class _BaseClient:
                 pass
         return float(0.5 * 2.0**attempt * random.uniform(0.5, 1.5))
 
+    def _connection_failure(self, error: httpx.HTTPError) -> WebGPTError:
+        if isinstance(error, httpx.TimeoutException):
+            failure: WebGPTError = APITimeoutError(f"no answer from {self.base_url} in time")
+        else:
+            failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
+        failure.__cause__ = error
+        return failure
+
     def _should_retry(self, attempt: int, response: httpx.Response | None) -> bool:
         if attempt >= self.max_retries:
             return False
@@ -119,12 +127,8 @@ class Client(_BaseClient):
                     "POST", f"{self.base_url}/answer", json=body, headers=self._headers()
                 )
                 response = self._http.send(request, stream=stream)
-            except httpx.TimeoutException as error:
-                failure: WebGPTError = APITimeoutError(f"no answer from {self.base_url} in time")
-                failure.__cause__ = error
             except httpx.HTTPError as error:
-                failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
-                failure.__cause__ = error
+                failure = self._connection_failure(error)
             else:
                 if response.status_code < 400:
                     return response
@@ -201,12 +205,8 @@ class AsyncClient(_BaseClient):
                     "POST", f"{self.base_url}/answer", json=body, headers=self._headers()
                 )
                 response = await self._http.send(request, stream=stream)
-            except httpx.TimeoutException as error:
-                failure: WebGPTError = APITimeoutError(f"no answer from {self.base_url} in time")
-                failure.__cause__ = error
             except httpx.HTTPError as error:
-                failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
-                failure.__cause__ = error
+                failure = self._connection_failure(error)
             else:
                 if response.status_code < 400:
                     return response
