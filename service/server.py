@@ -53,7 +53,13 @@ def build_service(settings: ServiceSettings) -> AnswerService:
 
 def serve(settings: ServiceSettings) -> None:
     service = build_service(settings)
-    logging.getLogger("webgpt.service").setLevel(logging.INFO)
+    # One JSON object per line per request (service.app builds them), on stderr.
+    requests_log = logging.getLogger("webgpt.service")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    requests_log.addHandler(handler)
+    requests_log.setLevel(logging.INFO)
+    requests_log.propagate = False
     uvicorn.run(
         create_app(service),
         host=settings.host,

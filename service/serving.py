@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.answer import Agent, AnswerResult, Scorer
+from agent.answer import Agent, AnswerResult, ScoredAnswer, Scorer
 from agent.episode import EpisodeConfig
 from agent.errors import AgentError
 from agent.openai_policy import OpenAIPolicy
@@ -160,6 +160,14 @@ class AnswerService:
         problems = {}
         if not await self.policy.ready():
             problems["policy"] = f"{self.policy.base_url} does not serve {self.policy.model}"
+        if self.scorer is not None:
+            probe = ScoredAnswer("ready?", "ready?■", "yes")
+            try:
+                [score] = await self.scorer.score([probe])
+                if score != score:  # NaN: the model is broken
+                    problems["reward"] = "the reward model returned NaN"
+            except Exception as error:  # any failure of the model means not ready
+                problems["reward"] = f"the reward model failed: {error}"
         return problems
 
     def _chat_answer(self, chat: ChatRequest) -> AnswerRequest:

@@ -17,7 +17,7 @@ from webgpt_client._exceptions import (
     WebGPTError,
 )
 from webgpt_client._streaming import AsyncStream, Stream
-from webgpt_client.types import Answer, AnyEvent, Candidate, Event, Reference
+from webgpt_client.types import Answer, AnyEvent, Candidate, Event, Feedback, Reference
 
 __all__ = [
     "APIConnectionError",
@@ -33,6 +33,7 @@ __all__ = [
     "Candidate",
     "Client",
     "Event",
+    "Feedback",
     "InternalServerError",
     "PayloadTooLargeError",
     "RateLimitError",

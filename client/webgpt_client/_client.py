@@ -16,7 +16,7 @@ from webgpt_client._exceptions import (
     status_error,
 )
 from webgpt_client._streaming import AsyncStream, Stream
-from webgpt_client.types import Answer
+from webgpt_client.types import Answer, Feedback
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 RETRIED_STATUSES = (429, 503)
@@ -47,6 +47,20 @@ class _BaseClient:
     @staticmethod
     def _body(question: str, **options: Any) -> dict[str, Any]:
         return {"question": question, **{k: v for k, v in options.items() if v is not None}}
+
+    @staticmethod
+    def _feedback_body(
+        answer_id: str, better: int, worse: int, tie: bool, note: str | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "answer_id": answer_id,
+            "better": better,
+            "worse": worse,
+            "tie": tie,
+        }
+        if note is not None:
+            body["note"] = note
+        return body
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:
@@ -118,13 +132,13 @@ class Client(_BaseClient):
         )
         return Stream(self._send(body, stream=True))
 
-    def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
+    def _send(self, body: dict[str, Any], stream: bool, path: str = "/answer") -> httpx.Response:
         attempt = 0
         while True:
             response: httpx.Response | None = None
             try:
                 request = self._http.build_request(
-                    "POST", f"{self.base_url}/answer", json=body, headers=self._headers()
+                    "POST", f"{self.base_url}{path}", json=body, headers=self._headers()
                 )
                 response = self._http.send(request, stream=stream)
             except httpx.HTTPError as error:
@@ -139,6 +153,13 @@ class Client(_BaseClient):
                 raise failure
             time.sleep(self._delay(attempt, response))
             attempt += 1
+
+    def feedback(
+        self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
+    ) -> Feedback:
+        """Record which of two candidates of an answer is better (or that they tie)."""
+        body = self._feedback_body(answer_id, better, worse, tie, note)
+        return Feedback.model_validate(self._send(body, stream=False, path="/feedback").json())
 
     def close(self) -> None:
         self._http.close()
@@ -196,13 +217,15 @@ class AsyncClient(_BaseClient):
         )
         return AsyncStream(await self._send(body, stream=True))
 
-    async def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
+    async def _send(
+        self, body: dict[str, Any], stream: bool, path: str = "/answer"
+    ) -> httpx.Response:
         attempt = 0
         while True:
             response: httpx.Response | None = None
             try:
                 request = self._http.build_request(
-                    "POST", f"{self.base_url}/answer", json=body, headers=self._headers()
+                    "POST", f"{self.base_url}{path}", json=body, headers=self._headers()
                 )
                 response = await self._http.send(request, stream=stream)
             except httpx.HTTPError as error:
@@ -217,6 +240,13 @@ class AsyncClient(_BaseClient):
                 raise failure
             await asyncio.sleep(self._delay(attempt, response))
             attempt += 1
+
+    async def feedback(
+        self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
+    ) -> Feedback:
+        body = self._feedback_body(answer_id, better, worse, tie, note)
+        response = await self._send(body, stream=False, path="/feedback")
+        return Feedback.model_validate(response.json())
 
     async def aclose(self) -> None:
         await self._http.aclose()

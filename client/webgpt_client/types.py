@@ -47,6 +47,13 @@ class Answer(_Model):
     trace: list[Any] | None = None
 
 
+class Feedback(_Model):
+    """The service's receipt for recorded feedback."""
+
+    id: int
+    kind: str
+
+
 class Event(_Model):
     """Any trace event; `type` tells which (episode_start, action, answer_delta, candidate,
     error, final). Typed subclasses below cover the ones most programs read."""

@@ -148,3 +148,33 @@ def test_examples_run(service_url) -> None:  # type: ignore[no-untyped-def]
             assert done.returncode == 0, done.stderr
             assert "Crows are corvids [1]." in done.stdout
             assert "[1] Crow — https://en.wikipedia.org/wiki/Crow" in done.stdout
+
+
+def _two_candidate_answer(db: Path, service_url) -> str:  # type: ignore[no-untyped-def]
+    """Record an answer with two candidates, as the service records best-of-2 answers."""
+    from agent.answer import AnswerResult
+    from service.store import FeedbackStore
+
+    with service_url(feedback_db=str(db)) as base, Client(base) as client:
+        one = client.answer(QUESTION)
+    result = AnswerResult.model_validate(one.model_dump())
+    second = result.candidates[0].model_copy(update={"episode": 1, "answer": "Crows [1]."})
+    two = result.model_copy(update={"id": "ans_two", "candidates": [result.candidates[0], second]})
+    store = FeedbackStore(db)
+    store.record_answer(two)
+    store.close()
+    return one.id
+
+
+async def test_feedback_sync_and_async(service_url, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "fb.sqlite"
+    single = _two_candidate_answer(db, service_url)
+    with service_url(feedback_db=str(db)) as base:
+        with Client(base) as client:
+            receipt = client.feedback("ans_two", better=1, worse=0, note="shorter is better")
+            assert receipt.kind == "comparison" and receipt.id == 1
+            with pytest.raises(UnprocessableEntityError, match="below 1"):
+                client.feedback(single, better=0, worse=1)
+        async with AsyncClient(base) as client:
+            tie = await client.feedback("ans_two", better=0, worse=1, tie=True)
+            assert tie.id == 2

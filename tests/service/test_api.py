@@ -200,3 +200,32 @@ def test_client_disconnect_cancels_the_answer(service_url, script: Script) -> No
         time.sleep(2.0)
         assert len(script.requests) == seen, "policy requests kept coming after the client left"
         assert seen < 10
+
+
+class _BrokenScorer:
+    name = "broken"
+
+    async def score(self, answers):  # type: ignore[no-untyped-def]
+        raise RuntimeError("CUDA error: device-side assert")
+
+
+def test_ready_needs_a_reward_model_that_answers(offline_store, policy_url) -> None:  # type: ignore[no-untyped-def]
+    from agent.openai_policy import OpenAIPolicy
+    from browser.web import Web, WebOptions
+    from service.app import create_app
+    from service.metrics import Metrics
+    from service.serving import AnswerService
+    from service.settings import ServiceSettings
+    from service.store import FeedbackStore
+    from tests.servers import serve
+
+    settings = ServiceSettings(policy_url=policy_url, policy_model="scripted")
+    web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    store = FeedbackStore(offline_store.parent / "broken.sqlite")
+    policy = OpenAIPolicy(policy_url, "scripted")
+    service = AnswerService(settings, web, policy, _BrokenScorer(), Metrics(), store)
+    with serve(create_app(service)) as base:
+        ready = httpx.get(f"{base}/readyz")
+    assert ready.status_code == 503
+    assert "device-side assert" in ready.json()["problems"]["reward"]
+    assert "policy" not in ready.json()["problems"]
