@@ -22,6 +22,7 @@ test: install
 	$(VENV)/ruff format --check .
 	$(VENV)/mypy
 	$(VENV)/mypy --strict client/webgpt_client
+	bash scripts/validate-deploy.sh
 	$(VENV)/pytest
 
 test-fast:

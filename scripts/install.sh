@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium python3.11-doc)
+# docker-compose (v1) only parses deploy/docker-compose.yml in the tests; no engine runs.
+APT_PACKAGES=(chromium python3.11-doc docker-compose)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
