@@ -59,6 +59,7 @@ class AnswerUsage(BaseModel):
     completion_tokens: int
     actions: int
     pages_fetched: int
+    page_cache_hits: int  # page loads served by another episode's fetch
 
 
 class AnswerTimings(BaseModel):
@@ -161,6 +162,7 @@ class Agent:
                 completion_tokens=usage.completion_tokens,
                 actions=sum(r.actions for r in results),
                 pages_fetched=cache.misses,
+                page_cache_hits=cache.hits,
             ),
             versions={
                 "policy": self.policy.name,

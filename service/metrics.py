@@ -21,6 +21,9 @@ class Metrics:
         self.episodes = Counter("webgpt_episodes", "episodes run", registry=self.registry)
         self.actions = Counter("webgpt_actions", "browsing actions", registry=self.registry)
         self.pages = Counter("webgpt_pages_fetched", "pages fetched", registry=self.registry)
+        self.cache_hits = Counter(
+            "webgpt_page_cache_hits", "page loads shared between episodes", registry=self.registry
+        )
         self.tokens = Counter(
             "webgpt_policy_tokens", "policy tokens", ["kind"], registry=self.registry
         )
@@ -29,6 +32,7 @@ class Metrics:
         self.episodes.inc(len(result.candidates))
         self.actions.inc(result.usage.actions)
         self.pages.inc(result.usage.pages_fetched)
+        self.cache_hits.inc(result.usage.page_cache_hits)
         self.tokens.labels("prompt").inc(result.usage.prompt_tokens)
         self.tokens.labels("completion").inc(result.usage.completion_tokens)
 

@@ -32,6 +32,7 @@ class Usage(_Model):
     completion_tokens: int
     actions: int
     pages_fetched: int
+    page_cache_hits: int = 0
 
 
 class Answer(_Model):

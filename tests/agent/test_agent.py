@@ -165,6 +165,7 @@ async def test_best_of_n_picks_the_top_scored_answer(
     assert result.answer == "A much longer answer about crows [1]."
     assert result.candidates[result.best].reward == rewards[-1]  # type: ignore[index]
     assert result.usage.pages_fetched == 1  # three episodes, one shared fetch
+    assert result.usage.page_cache_hits == 2
     assert result.versions["reward"] == "length-scorer"
 
 

@@ -229,3 +229,16 @@ def test_ready_needs_a_reward_model_that_answers(offline_store, policy_url) -> N
     assert ready.status_code == 503
     assert "device-side assert" in ready.json()["problems"]["reward"]
     assert "policy" not in ready.json()["problems"]
+
+
+def test_without_api_keys_the_service_only_listens_on_loopback() -> None:
+    import pytest
+
+    from agent.errors import ConfigurationError
+    from service.server import build_service, is_loopback
+    from service.settings import ServiceSettings
+
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5")
+    with pytest.raises(ConfigurationError, match="WEBGPT_API_KEYS"):
+        build_service(ServiceSettings(host="0.0.0.0", policy_url="http://x/v1", policy_model="m"))
