@@ -3,13 +3,15 @@
 # system packages (Chromium for script-built pages, the Python 3.11 docs for the offline
 # web), then a virtualenv at .venv with the project and its development tools.
 set -euo pipefail
+trap 'echo "install.sh failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 
 # docker-compose (v1) only parses deploy/docker-compose.yml in the tests; no engine runs.
 APT_PACKAGES=(chromium python3.11-doc docker-compose)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$package")
 done
 if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
