@@ -30,7 +30,7 @@ class EpisodeConfig:
     # policy picks them as a first move and answers nothing; unguided policies always may.
     allow_refusal: bool = False
     command_max_tokens: int = 64
-    answer_max_tokens: int = 300
+    answer_max_tokens: int = 400  # > 4 x grammar.FIRST_CITATION_CHARS
 
 
 @dataclass

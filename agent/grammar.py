@@ -22,6 +22,7 @@ MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
 MAX_LINK_CHOICES = 300
+FIRST_CITATION_CHARS = 60  # x 4 tokens a character at most = 240 < answer_max_tokens
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 
 
@@ -108,9 +109,11 @@ def _question_search(question: str) -> str:
 
 
 def answer_regex(quote_count: int) -> str:
-    """One paragraph citing collected quotes as [n]: the first citation within 150
-    characters (so even a token-budget cut leaves one), at most five more, nothing else
-    in square brackets."""
+    """One paragraph citing collected quotes as [n], at most six times, nothing else in
+    square brackets. The first citation comes within FIRST_CITATION_CHARS characters: a
+    byte-level tokenizer spends at most 4 tokens on a character, so even an answer of
+    emoji reaches it inside the answer's token budget (EpisodeConfig.answer_max_tokens)."""
     cite = _alternatives([f"\\[{n}\\]" for n in range(1, quote_count + 1)])
     text = "[^\\[\\]■\\n]"
-    return f"{text}{{10,150}}{cite}({text}{{0,150}}{cite}){{0,5}}{text}{{0,150}}"
+    first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
+    return f"{first}{cite}({text}{{0,150}}{cite}){{0,5}}{text}{{0,150}}"

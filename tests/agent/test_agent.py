@@ -175,3 +175,12 @@ async def test_policy_failure_in_every_episode_raises(
     script.faults = ["400"]
     with pytest.raises(PolicyError, match="maximum model length"):
         await Agent(web, policy).answer("q")
+
+
+def test_the_first_citation_always_fits_the_answer_token_budget() -> None:
+    from agent.grammar import FIRST_CITATION_CHARS, answer_regex
+
+    # Worst case: every character costs 4 tokens (one per UTF-8 byte).
+    assert 4 * FIRST_CITATION_CHARS + len("[1]") < EpisodeConfig().answer_max_tokens
+    assert re.fullmatch(answer_regex(1), "x" * FIRST_CITATION_CHARS + "[1]")
+    assert not re.fullmatch(answer_regex(1), "x" * (FIRST_CITATION_CHARS + 1) + "[1]")
