@@ -6,8 +6,11 @@ import pytest
 
 
 def test_chat_completion_with_the_official_sdk(service_url) -> None:  # type: ignore[no-untyped-def]
-    with service_url(api_keys="sk-webgpt") as base:
-        client = openai.OpenAI(base_url=f"{base}/v1", api_key="sk-webgpt", max_retries=0)
+    with (
+        service_url(api_keys="sk-webgpt") as base,
+        openai.OpenAI(base_url=f"{base}/v1", api_key="sk-webgpt", max_retries=0) as client,
+        openai.OpenAI(base_url=f"{base}/v1", api_key="wrong", max_retries=0) as stranger,
+    ):
         completion = client.chat.completions.create(
             model="webgpt",
             messages=[
@@ -32,9 +35,9 @@ def test_chat_completion_with_the_official_sdk(service_url) -> None:  # type: ig
         assert chunks[-1].model_extra["references"][0]["title"] == "Crow"  # type: ignore[index]
 
         with pytest.raises(openai.AuthenticationError):
-            openai.OpenAI(
-                base_url=f"{base}/v1", api_key="wrong", max_retries=0
-            ).chat.completions.create(model="webgpt", messages=[{"role": "user", "content": "q"}])
+            stranger.chat.completions.create(
+                model="webgpt", messages=[{"role": "user", "content": "q"}]
+            )
         with pytest.raises(openai.UnprocessableEntityError, match="no user message"):
             client.chat.completions.create(
                 model="webgpt", messages=[{"role": "system", "content": "x"}]
