@@ -42,6 +42,10 @@ class Scorer(Protocol):
 
     async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]: ...
 
+    async def aclose(self) -> None:
+        """Release connections; the scorer is not used afterwards."""
+        ...
+
 
 class Candidate(BaseModel):
     episode: int

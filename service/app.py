@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import AgentError
+from reward.errors import RewardServerError
 from service.errors import PayloadTooLarge, ServiceError, Unauthorized, status_of
 from service.protocol import (
     AnswerRequest,
@@ -109,6 +110,7 @@ def create_app(service: AnswerService) -> FastAPI:
     # Starlette's outermost middleware, with the same error shape.
     app.add_exception_handler(ServiceError, on_error)
     app.add_exception_handler(AgentError, on_error)
+    app.add_exception_handler(RewardServerError, on_error)
     app.add_exception_handler(Exception, on_error)
 
     @app.exception_handler(RequestValidationError)

@@ -8,10 +8,12 @@ Hierarchy::
     ├── InvalidRequest     422: a field is outside what this service allows
     └── Overloaded         429: too many requests are waiting (Retry-After)
 
-Agent errors map too: ConfigurationError → 400, PolicyError → 503 (Retry-After).
+Agent and reward errors map too: ConfigurationError → 400, PolicyError and
+RewardServerError → 503 (Retry-After).
 """
 
 from agent.errors import AgentError, ConfigurationError, PolicyError
+from reward.errors import RewardServerError
 
 
 class ServiceError(Exception):
@@ -43,6 +45,7 @@ def status_of(error: Exception) -> tuple[int, str, bool]:
         (Overloaded, 429, "overloaded", True),
         (ConfigurationError, 400, "bad_request", False),
         (PolicyError, 503, "policy_unavailable", True),
+        (RewardServerError, 503, "reward_unavailable", True),
         (AgentError, 500, "agent_error", False),
     ]
     for kind, status, name, retry in mapping:

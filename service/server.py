@@ -5,6 +5,7 @@ import logging
 
 import uvicorn
 
+from agent.answer import Scorer
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
 from browser.offline import webgpt_home
@@ -31,11 +32,7 @@ def build_service(settings: ServiceSettings) -> AnswerService:
             f"no API keys are configured, so the service only listens on loopback; set "
             f"WEBGPT_API_KEYS to serve on {settings.host}"
         )
-    scorer = None
-    if settings.reward_model is not None:
-        from reward.scorer import RewardScorer  # torch: only when a reward model is used
-
-        scorer = RewardScorer(settings.reward_model)
+    scorer = build_scorer(settings)
     if (settings.policy_url is None) != (settings.policy_model is None):
         raise ConfigurationError("set the policy URL and model together")
     if settings.policy_url is not None and settings.policy_model is not None:
@@ -49,6 +46,24 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     store = FeedbackStore(settings.feedback_db or webgpt_home() / "feedback.sqlite")
     policy = OpenAIPolicy(url, model, api_key=key)
     return AnswerService(settings, web, policy, scorer, Metrics(), store)
+
+
+def build_scorer(settings: ServiceSettings) -> Scorer | None:
+    if settings.reward_model is None:
+        if settings.reward_url is not None:
+            raise ConfigurationError(
+                "WEBGPT_REWARD_URL needs WEBGPT_REWARD_MODEL: the served checkpoint's folder, "
+                "whose manifest gives the version and offset"
+            )
+        return None
+    if settings.reward_url is not None:
+        from reward.remote import RemoteRewardScorer
+
+        key = settings.reward_key.get_secret_value() if settings.reward_key else None
+        return RemoteRewardScorer(settings.reward_url, settings.reward_model, api_key=key)
+    from reward.scorer import RewardScorer  # torch: only when the model runs in-process
+
+    return RewardScorer(settings.reward_model)
 
 
 def serve(settings: ServiceSettings) -> None:

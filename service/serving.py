@@ -18,6 +18,7 @@ from agent.openai_policy import OpenAIPolicy
 from agent.trace import TraceEvent
 from browser.session import SessionConfig
 from browser.web import Web
+from reward.errors import RewardServerError
 from service.errors import InvalidRequest, Overloaded, ServiceError, status_of
 from service.metrics import Metrics
 from service.protocol import (
@@ -147,7 +148,7 @@ class AnswerService:
                 self.metrics.observe_answer(result)
                 await asyncio.to_thread(self.store.record_answer, result)
                 yield _sse(FinalEvent(result=result))
-            except (AgentError, ServiceError) as error:
+            except (AgentError, RewardServerError, ServiceError) as error:
                 _, kind, _ = status_of(error)
                 yield _sse(StreamErrorEvent(message=str(error), error_type=kind))
             yield "data: [DONE]\n\n"
@@ -268,6 +269,8 @@ class AnswerService:
 
     async def aclose(self) -> None:
         await self.policy.aclose()
+        if self.scorer is not None:
+            await self.scorer.aclose()
         await self.web.aclose()
         self.store.close()
 

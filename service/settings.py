@@ -7,7 +7,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class ServiceSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="WEBGPT_", extra="ignore")
+    # An empty variable means unset, so compose files and ConfigMaps can leave one blank.
+    model_config = SettingsConfigDict(env_prefix="WEBGPT_", extra="ignore", env_ignore_empty=True)
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -16,6 +17,10 @@ class ServiceSettings(BaseSettings):
     policy_model: str | None = None
     policy_key: SecretStr | None = None
     reward_model: Path | None = None  # None: n must be 1
+    # Set: the reward model runs on this vLLM pooling server (reward.remote), and
+    # reward_model names its checkpoint folder, of which only the manifest is read.
+    reward_url: str | None = None
+    reward_key: SecretStr | None = None
     # Comma-separated bearer keys. None configured = local-only development mode: the
     # service refuses to listen on anything but loopback.
     api_keys: str = ""

@@ -10,6 +10,7 @@ from browser.corpus import build_corpus, wikipedia_pages
 from browser.web import Web, WebOptions
 from service.app import create_app
 from service.metrics import Metrics
+from service.server import build_scorer
 from service.serving import AnswerService
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
@@ -85,7 +86,8 @@ def service_url(offline_store: Path, policy_url: str) -> Callable[..., contextma
         store = FeedbackStore(
             Path(overrides.get("feedback_db") or offline_store.parent / "fb.sqlite")
         )  # type: ignore[arg-type]
-        service = AnswerService(settings, web, policy, None, Metrics(), store)
+        scorer = build_scorer(settings)  # the reward wiring `webgpt serve` uses
+        service = AnswerService(settings, web, policy, scorer, Metrics(), store)
         with serve(create_app(service)) as base:
             yield base
 

@@ -30,6 +30,9 @@ class LengthScorer:
     async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]:
         return [float(len(a.answer)) for a in answers]
 
+    async def aclose(self) -> None:
+        pass
+
 
 async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, script: Script) -> None:
     script.commands = list(CROW_EPISODE)

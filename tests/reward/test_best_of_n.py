@@ -1,46 +1,34 @@
 """Best-of-n end to end: `webgpt answer --n 4 --json --reward-model CKPT` with a tiny
-trained reward model, the scripted policy and a real offline web."""
+trained reward model (tests/reward/conftest.py), the scripted policy and a real offline
+web; scored in-process, or on a server speaking vLLM's /classify with `--reward-url`."""
 
 import json
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from reward.config import RewardTrainConfig
-from reward.train import train_reward_model
 from tests.agent.fake_policy import Script, fake_policy_app
-from tests.reward.tiny import build_tiny_backbone, write_comparisons
+from tests.reward.fake_vllm import ClassifyScript, fake_vllm_classify_app
 from tests.servers import serve
 
 
-@pytest.fixture(scope="module")
-def reward_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bon")
-    comparisons = folder / "c.jsonl"
-    write_comparisons(comparisons, stories=120)
-    config = RewardTrainConfig(
-        comparisons=[comparisons],
-        backbone=build_tiny_backbone(folder / "backbone"),
-        out=folder / "registry",
-        version="rm-bon",
-        epochs=4,
-        learning_rate=3e-3,
-        ema_decay=0.9,
-        validation_fraction=0.2,
-        max_length=96,
-    )
-    return train_reward_model(config, log=lambda _: None).checkpoint
-
-
+@pytest.mark.parametrize("placement", ["in-process", "reward-server"])
 def test_answer_n4_picks_the_answer_the_reward_model_prefers(
-    reward_checkpoint: Path, offline_store: Path
+    reward_checkpoint: Path, offline_store: Path, placement: str
 ) -> None:
     script = Script(oracle_quote="Crows are birds of the genus Corvus.")
     # Four episodes run at once, so which episode gets which answer is arbitrary.
     script.answers = [f"in story 7 the sky is {c} [1]" for c in ("green", "blue", "red", "purple")]
-    with serve(fake_policy_app(script)) as base:
+    classify = ClassifyScript(reward_checkpoint, served_name="rm-bon")
+    with ExitStack() as servers:
+        base = servers.enter_context(serve(fake_policy_app(script)))
+        reward_args = []
+        if placement == "reward-server":
+            reward_base = servers.enter_context(serve(fake_vllm_classify_app(classify)))
+            reward_args = ["--reward-url", reward_base + "/v1"]
         env = {
             "PATH": "/usr/bin:/bin",
             "WEBGPT_HOME": str(offline_store.parent),
@@ -64,6 +52,7 @@ def test_answer_n4_picks_the_answer_the_reward_model_prefers(
                 "scripted",
                 "--reward-model",
                 str(reward_checkpoint),
+                *reward_args,
             ],
             capture_output=True,
             text=True,
@@ -81,6 +70,7 @@ def test_answer_n4_picks_the_answer_the_reward_model_prefers(
     assert body["answer"] == best["answer"] == "in story 7 the sky is blue [1]"
     assert body["versions"]["reward"] == "rm-bon"
     assert body["usage"]["pages_fetched"] == 1
+    assert len(classify.requests) == (1 if placement == "reward-server" else 0)
 
 
 def test_bad_reward_checkpoints_are_clear_errors(offline_store: Path, tmp_path: Path) -> None:

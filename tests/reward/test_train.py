@@ -9,7 +9,7 @@ import torch
 
 from reward.checkpoints import load_manifest
 from reward.config import RewardTrainConfig
-from reward.model import HEAD_FILE, RewardModel
+from reward.model import RewardModel
 from reward.scorer import RewardScorer
 from reward.train import _Ema, train_reward_model
 from tests.reward.tiny import answer, build_tiny_backbone, write_comparisons
@@ -110,7 +110,10 @@ def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
     result = train_reward_model(config, log=lambda _: None)
     assert all(torch.isfinite(torch.tensor(result.step_losses)))
     files = {p.name for p in result.checkpoint.iterdir()}
-    assert {"config.json", "model.safetensors", HEAD_FILE, "manifest.json"} <= files
+    assert {"config.json", "model.safetensors", "manifest.json"} <= files
+    config = json.loads((result.checkpoint / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForSequenceClassification"]
+    assert config["num_labels"] == 1 if "num_labels" in config else len(config["id2label"]) == 1
     assert not any("adapter" in name for name in files)  # LoRA merged into the weights
     RewardModel.load(result.checkpoint)
 

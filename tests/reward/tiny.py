@@ -44,8 +44,8 @@ def build_tiny_backbone(folder: Path) -> Path:
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
+        num_attention_heads=1,  # head size 32: the smallest vLLM's CPU attention supports
+        num_key_value_heads=1,
         max_position_embeddings=256,
         pad_token_id=0,
         eos_token_id=1,

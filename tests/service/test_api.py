@@ -208,6 +208,9 @@ class _BrokenScorer:
     async def score(self, answers):  # type: ignore[no-untyped-def]
         raise RuntimeError("CUDA error: device-side assert")
 
+    async def aclose(self) -> None:
+        pass
+
 
 def test_ready_needs_a_reward_model_that_answers(offline_store, policy_url) -> None:  # type: ignore[no-untyped-def]
     from agent.openai_policy import OpenAIPolicy

@@ -31,6 +31,9 @@ class LengthScorer:
     async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]:
         return [float(len(a.answer)) for a in answers]
 
+    async def aclose(self) -> None:
+        pass
+
 
 async def test_ask_watch_and_compare(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
