@@ -86,8 +86,8 @@ def create_app(service: AnswerService) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await service.aclose()
+        async with service.running():
+            yield
 
     app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)

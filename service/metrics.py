@@ -24,6 +24,12 @@ class Metrics:
         self.cache_hits = Counter(
             "webgpt_page_cache_hits", "page loads shared between episodes", registry=self.registry
         )
+        self.reward_reloads = Counter(
+            "webgpt_reward_reloads",
+            "reward checkpoints swapped in (loaded) or refused (failed)",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.tokens = Counter(
             "webgpt_policy_tokens", "policy tokens", ["kind"], registry=self.registry
         )

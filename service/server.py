@@ -5,13 +5,13 @@ import logging
 
 import uvicorn
 
-from agent.answer import Scorer
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
 from browser.offline import webgpt_home
 from browser.web import Web, WebOptions
 from service.app import create_app
 from service.metrics import Metrics
+from service.scoring import build_scorer
 from service.serving import AnswerService
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
@@ -46,24 +46,6 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     store = FeedbackStore(settings.feedback_db or webgpt_home() / "feedback.sqlite")
     policy = OpenAIPolicy(url, model, api_key=key)
     return AnswerService(settings, web, policy, scorer, Metrics(), store)
-
-
-def build_scorer(settings: ServiceSettings) -> Scorer | None:
-    if settings.reward_model is None:
-        if settings.reward_url is not None:
-            raise ConfigurationError(
-                "WEBGPT_REWARD_URL needs WEBGPT_REWARD_MODEL: the served checkpoint's folder, "
-                "whose manifest gives the version and offset"
-            )
-        return None
-    if settings.reward_url is not None:
-        from reward.remote import RemoteRewardScorer
-
-        key = settings.reward_key.get_secret_value() if settings.reward_key else None
-        return RemoteRewardScorer(settings.reward_url, settings.reward_model, api_key=key)
-    from reward.scorer import RewardScorer  # torch: only when the model runs in-process
-
-    return RewardScorer(settings.reward_model)
 
 
 def serve(settings: ServiceSettings) -> None:

@@ -6,12 +6,12 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from agent.answer import Agent, AnswerResult, ScoredAnswer, Scorer
+from agent.answer import Agent, AnswerResult, Scorer
 from agent.episode import EpisodeConfig
 from agent.errors import AgentError
 from agent.openai_policy import OpenAIPolicy
@@ -31,6 +31,7 @@ from service.protocol import (
     FinalEvent,
     StreamErrorEvent,
 )
+from service.scoring import ScorerSlot, follow_reward_checkpoint, probe, scorer_for
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
 
@@ -66,14 +67,38 @@ class AnswerService:
     settings: ServiceSettings
     web: Web
     policy: OpenAIPolicy
-    scorer: Scorer | None
+    scorer: InitVar[Scorer | None]  # the current one is self.scorers.current (hot reload)
     metrics: Metrics
     store: FeedbackStore
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, scorer: Scorer | None) -> None:
         self.admission = Admission(
             self.settings.max_concurrent_requests, self.settings.max_waiting_requests
         )
+        self.scorers = ScorerSlot(scorer)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While the app runs: follow the reward checkpoint; afterwards, close everything."""
+        follower = None
+        folder, interval = self.settings.reward_model, self.settings.reward_reload_s
+        if folder is not None and interval > 0:
+            follower = asyncio.create_task(
+                follow_reward_checkpoint(
+                    self.scorers,
+                    folder,
+                    lambda target: scorer_for(self.settings, target),
+                    interval,
+                    on_reload=lambda outcome: self.metrics.reward_reloads.labels(outcome).inc(),
+                )
+            )
+        try:
+            yield
+        finally:
+            if follower is not None:
+                follower.cancel()
+                await asyncio.gather(follower, return_exceptions=True)
+            await self.aclose()
 
     def check(self, request: AnswerRequest) -> None:
         """Limits of this deployment, beyond the schema's."""
@@ -89,11 +114,11 @@ class AnswerService:
                 f"engine {request.engine!r} is not enabled; this service uses {limits.engine!r}"
             )
 
-    def _agent(self, request: AnswerRequest) -> Agent:
+    def _agent(self, request: AnswerRequest, scorer: Scorer | None) -> Agent:
         return Agent(
             self.web,
             self.policy,
-            self.scorer,
+            scorer,
             episode=EpisodeConfig(temperature=request.temperature),
             session=SessionConfig(max_actions=request.max_actions),
         )
@@ -105,8 +130,8 @@ class AnswerService:
         async def keep(event: TraceEvent) -> None:
             trace.append(event)
 
-        async with self.admission.slot():
-            result = await self._agent(request).answer(
+        async with self.admission.slot(), self.scorers.use() as scorer:
+            result = await self._agent(request, scorer).answer(
                 request.question, request.n, emit=keep if request.include_trace else None
             )
         self.metrics.observe_answer(result)
@@ -131,8 +156,9 @@ class AnswerService:
             await queue.put(event)
 
         async def run() -> AnswerResult:
-            async with self.admission.slot():
-                return await self._agent(request).answer(request.question, request.n, emit=put)
+            async with self.admission.slot(), self.scorers.use() as scorer:
+                agent = self._agent(request, scorer)
+                return await agent.answer(request.question, request.n, emit=put)
 
         task = asyncio.create_task(run())
         try:
@@ -161,14 +187,12 @@ class AnswerService:
         problems = {}
         if not await self.policy.ready():
             problems["policy"] = f"{self.policy.base_url} does not serve {self.policy.model}"
-        if self.scorer is not None:
-            probe = ScoredAnswer("ready?", "ready?■", "yes")
-            try:
-                [score] = await self.scorer.score([probe])
-                if score != score:  # NaN: the model is broken
-                    problems["reward"] = "the reward model returned NaN"
-            except Exception as error:  # any failure of the model means not ready
-                problems["reward"] = f"the reward model failed: {error}"
+        async with self.scorers.use() as scorer:
+            if scorer is not None:
+                try:
+                    await probe(scorer)
+                except Exception as error:  # any failure of the model means not ready
+                    problems["reward"] = f"the reward model failed: {error}"
         return problems
 
     def _chat_answer(self, chat: ChatRequest) -> AnswerRequest:
@@ -269,8 +293,7 @@ class AnswerService:
 
     async def aclose(self) -> None:
         await self.policy.aclose()
-        if self.scorer is not None:
-            await self.scorer.aclose()
+        await self.scorers.aclose()
         await self.web.aclose()
         self.store.close()
 

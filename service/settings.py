@@ -21,6 +21,9 @@ class ServiceSettings(BaseSettings):
     # reward_model names its checkpoint folder, of which only the manifest is read.
     reward_url: str | None = None
     reward_key: SecretStr | None = None
+    # How often to re-resolve reward_model (an alias like registry/reward/current) and swap
+    # in the version it names (service.scoring); 0: never.
+    reward_reload_s: float = Field(10.0, ge=0)
     # Comma-separated bearer keys. None configured = local-only development mode: the
     # service refuses to listen on anything but loopback.
     api_keys: str = ""

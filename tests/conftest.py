@@ -10,7 +10,7 @@ from browser.corpus import build_corpus, wikipedia_pages
 from browser.web import Web, WebOptions
 from service.app import create_app
 from service.metrics import Metrics
-from service.server import build_scorer
+from service.scoring import build_scorer
 from service.serving import AnswerService
 from service.settings import ServiceSettings
 from service.store import FeedbackStore

@@ -144,7 +144,7 @@ def test_service_best_of_n_scores_on_the_reward_server(
 
 def test_blank_reward_settings_mean_none(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compose files and ConfigMaps leave the reward variables blank when there is none."""
-    from service.server import build_scorer
+    from service.scoring import build_scorer
     from service.settings import ServiceSettings
 
     monkeypatch.setenv("WEBGPT_REWARD_MODEL", "")
@@ -157,7 +157,7 @@ def test_blank_reward_settings_mean_none(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_scoring_on_a_reward_server_needs_no_torch(reward_checkpoint: Path) -> None:
     """The slim service image has no torch: the remote path must not import it."""
     code = (
-        "import sys; from pathlib import Path; from service.server import build_scorer; "
+        "import sys; from pathlib import Path; from service.scoring import build_scorer; "
         "from service.settings import ServiceSettings; "
         f"s = build_scorer(ServiceSettings(reward_model=Path({str(reward_checkpoint)!r}), "
         "reward_url='http://127.0.0.1:9/v1')); "
@@ -168,7 +168,7 @@ def test_scoring_on_a_reward_server_needs_no_torch(reward_checkpoint: Path) -> N
 
 def test_a_reward_url_without_its_checkpoint_is_refused() -> None:
     from agent.errors import ConfigurationError
-    from service.server import build_scorer
+    from service.scoring import build_scorer
     from service.settings import ServiceSettings
 
     with pytest.raises(ConfigurationError, match="WEBGPT_REWARD_MODEL"):
