@@ -118,13 +118,9 @@ def _answer(args: argparse.Namespace) -> int:
 def _load_scorer(folder: Path | None, url: str | None) -> Scorer | None:
     if folder is None:
         return None
-    if url is not None:
-        from reward.remote import RemoteRewardScorer
+    from reward.protocol import open_scorer
 
-        return RemoteRewardScorer(url, folder)
-    from reward.scorer import RewardScorer  # torch: only when a reward model is used
-
-    return RewardScorer(folder)
+    return open_scorer(folder, url)
 
 
 async def _answer_async(

@@ -7,7 +7,7 @@ this process); without, in this process (reward.scorer). Either way the agent se
 Hot reload (DESIGN.md): `WEBGPT_REWARD_MODEL` may name an alias, a symlink such as
 `registry/reward/current` that operators re-point at a published version
 (`ln -sfn rm-0002 current.new && mv -T current.new current` is atomic). Every
-`WEBGPT_REWARD_RELOAD_S` seconds the service resolves it; when it names another folder, a
+`WEBGPT_REWARD_RELOAD_S` seconds the service resolves it; when it names another version, a
 new scorer is built off the event loop and must score a probe before it replaces the old
 one. Answers in flight keep the scorer they started with; the old one is closed when the
 last of them finishes. A version that fails to load is logged, retried now and then, and
@@ -27,6 +27,7 @@ from pathlib import Path
 from agent.answer import ScoredAnswer, Scorer
 from agent.errors import ConfigurationError
 from reward.checkpoints import load_manifest
+from reward.protocol import open_scorer
 from service.settings import ServiceSettings
 
 logger = logging.getLogger("webgpt.service")
@@ -49,14 +50,8 @@ def build_scorer(settings: ServiceSettings) -> Scorer | None:
 
 def scorer_for(settings: ServiceSettings, folder: Path) -> Scorer:
     """A scorer for the checkpoint in folder, placed as the settings say."""
-    if settings.reward_url is not None:
-        from reward.remote import RemoteRewardScorer
-
-        key = settings.reward_key.get_secret_value() if settings.reward_key else None
-        return RemoteRewardScorer(settings.reward_url, folder, api_key=key)
-    from reward.scorer import RewardScorer  # torch: only when the model runs in-process
-
-    return RewardScorer(folder)
+    key = settings.reward_key.get_secret_value() if settings.reward_key else None
+    return open_scorer(folder, settings.reward_url, key)
 
 
 async def probe(scorer: Scorer) -> None:
