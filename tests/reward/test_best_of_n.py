@@ -100,3 +100,25 @@ def test_bad_reward_checkpoints_are_clear_errors(offline_store: Path, tmp_path: 
         )
         assert result.returncode == 1
         assert "manifest.json" in result.stderr and result.stderr.startswith("error: ")
+
+
+def test_a_reward_url_without_its_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "answer",
+            "q",
+            "--reward-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(tmp_path)},
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ")
+    assert "--reward-url needs --reward-model" in result.stderr
