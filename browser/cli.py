@@ -1,11 +1,11 @@
-"""`webgpt fetch`, `webgpt browse` and `webgpt corpus ...`: the browser from a terminal."""
+"""`webgpt fetch` and `webgpt corpus ...`: the browser from a terminal (`webgpt browse`, which
+can record a demonstration, is in agent.learning_cli)."""
 
 import argparse
 import asyncio
 import dataclasses
 import sys
 from pathlib import Path
-from typing import TextIO
 
 from browser.corpus import (
     PYTHON_DOCS_DIR,
@@ -24,19 +24,8 @@ from browser.web import ENGINES, Web, WebOptions
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     fetch = commands.add_parser("fetch", help="print a page as the model sees it")
     fetch.add_argument("url")
-    _add_web_arguments(fetch, with_engine=False)
+    add_web_arguments(fetch, with_engine=False)
     fetch.set_defaults(run=_fetch)
-
-    browse = commands.add_parser(
-        "browse", help="browse interactively: commands on stdin, observations on stdout"
-    )
-    browse.add_argument("--question", "-q", required=True)
-    browse.add_argument("--max-actions", type=int, default=100)
-    browse.add_argument(
-        "--no-censor", action="store_true", help="show pages that contain the question"
-    )
-    _add_web_arguments(browse, with_engine=True)
-    browse.set_defaults(run=_browse)
 
     corpus = commands.add_parser("corpus", help="build or query the offline web")
     corpus_commands = corpus.add_subparsers(dest="corpus_command", required=True)
@@ -76,7 +65,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     search.set_defaults(run=_corpus_search)
 
 
-def _add_web_arguments(parser: argparse.ArgumentParser, with_engine: bool) -> None:
+def add_web_arguments(parser: argparse.ArgumentParser, with_engine: bool) -> None:
     if with_engine:
         parser.add_argument(
             "--engine",
@@ -109,7 +98,7 @@ def _allow_entry(spec: str) -> str:
     return spec
 
 
-def _web_options(args: argparse.Namespace, engine: str | None) -> WebOptions:
+def web_options(args: argparse.Namespace, engine: str | None) -> WebOptions:
     options = WebOptions.from_env(js_mode=args.js, offline_store=args.store)
     return dataclasses.replace(options, engine=engine, allow=options.allow + tuple(args.allow))
 
@@ -119,7 +108,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 async def _fetch_async(args: argparse.Namespace) -> int:
-    web = Web(_web_options(args, engine=None))
+    web = Web(web_options(args, engine=None))
     try:
         page = await web.loader.load(args.url)
     finally:
@@ -130,40 +119,6 @@ async def _fetch_async(args: argparse.Namespace) -> int:
     print(page.display_title)
     for line in page.lines:
         print(line)
-    return 0
-
-
-def _browse(args: argparse.Namespace) -> int:
-    return asyncio.run(browse(args, sys.stdin, sys.stdout))
-
-
-async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> int:
-    from browser.session import SessionConfig
-
-    web = Web(_web_options(args, engine=args.engine or WebOptions.from_env().engine))
-    try:
-        session = web.session(
-            config=SessionConfig(max_actions=args.max_actions, censor=not args.no_censor)
-        )
-        print(session.reset(args.question), file=out, flush=True)
-        for line in commands_in:
-            if not line.strip():
-                continue
-            result = await session.step(line.rstrip("\n"))
-            print(f"\n# {result.event.model_dump_json(exclude_none=True)}\n", file=out)
-            print(result.observation, file=out, flush=True)
-            if result.done:
-                break
-        print(file=out)
-        if session.end_reason == "answer" and session.quotes:
-            print("♦Answer prompt", file=out)
-            print(session.answer_prompt(), file=out)
-        elif session.end_reason == "answer":
-            print("Browsing ended without quotes: there is nothing to answer from.", file=out)
-        else:
-            print(f"Browsing ended: {session.end_reason or 'no more commands'}", file=out)
-    finally:
-        await web.aclose()
     return 0
 
 

@@ -57,6 +57,7 @@ class StoredPage:
     url: str
     title: str
     content_type: str
+    source: str
 
 
 class OfflineWeb:
@@ -78,6 +79,20 @@ class OfflineWeb:
     def page_count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM pages").fetchone()[0])
+
+    def pages(self) -> list[StoredPage]:
+        """Every stored page (without its body), in insertion order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT url, title, content_type, source FROM pages ORDER BY id"
+            ).fetchall()
+        return [StoredPage(*row) for row in rows]
+
+    def body(self, url: str) -> bytes | None:
+        """The stored document of exactly this URL."""
+        with self._lock:
+            row = self._db.execute("SELECT body FROM pages WHERE url = ?", (url,)).fetchone()
+        return None if row is None else zlib.decompress(row[0])
 
     def search_sync(self, query: str, count: int) -> list[SearchResult]:
         match = fts_query(query)

@@ -27,9 +27,8 @@ def add_dataclass_options(parser: argparse.ArgumentParser, config: type) -> None
         parser.add_argument(option, **kwargs)
 
 
-def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    train = commands.add_parser("train", help="offline training")
-    kinds = train.add_subparsers(dest="train_command", required=True)
+def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`webgpt train rm` (service.cli makes the `train` group every trainer joins)."""
     rm = kinds.add_parser("rm", help="train a reward model on pairwise comparisons")
     add_dataclass_options(rm, RewardTrainConfig)
     rm.set_defaults(run=_train_rm)

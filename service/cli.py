@@ -1,17 +1,23 @@
 """The `webgpt` command: one entry point, each package contributes its subcommands."""
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import agent.cli
+import agent.learning_cli
 import browser.cli
 import reward.cli
 from agent.errors import AgentError
 from browser.errors import BrowserError
 from reward.errors import RewardError
+
+if TYPE_CHECKING:
+    from service.store import FeedbackStore
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     browser.cli.register(commands)
     agent.cli.register(commands)
-    reward.cli.register(commands)
+    agent.learning_cli.register(commands)
+    agent.learning_cli.register_eval(commands)
+    train = commands.add_parser("train", help="offline training")
+    kinds = train.add_subparsers(dest="train_command", required=True)
+    agent.learning_cli.register_train(kinds)
+    reward.cli.register_train(kinds)
     serve = commands.add_parser("serve", help="run the answering service (HTTP)")
     serve.add_argument("--host", default=None, help="default: $WEBGPT_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, default=None, help="default: $WEBGPT_PORT or 8080")
@@ -34,8 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
     feedback = commands.add_parser("feedback", help="human feedback the service recorded")
     feedback_commands = feedback.add_subparsers(dest="feedback_command", required=True)
     export = feedback_commands.add_parser(
-        "export", help="comparisons as JSONL for `webgpt train rm` (stdout or --out)"
+        "export",
+        help="comparisons as JSONL for `webgpt train rm`, or with --demonstrations the "
+        "demonstrations for `webgpt train bc` (stdout or --out)",
     )
+    export.add_argument(
+        "--demonstrations",
+        action="store_true",
+        help="export demonstrations (their commands replayed on the offline web to record "
+        "the observations)",
+    )
+    export.add_argument("--store", type=Path, default=None, help="offline web file")
     export.add_argument(
         "--db", type=Path, default=None, help="default: $WEBGPT_HOME/feedback.sqlite"
     )
@@ -52,15 +72,43 @@ def _export_feedback(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise SystemExit(f"error: no feedback database at {path}")
     store = FeedbackStore(path)
-    lines = [json.dumps(row) for row in store.export_comparisons()]
-    store.close()
+    try:
+        if args.demonstrations:
+            lines = asyncio.run(_replayed_demonstrations(store, args.store))
+        else:
+            lines = [json.dumps(row) for row in store.export_comparisons()]
+    finally:
+        store.close()
     text = "".join(line + "\n" for line in lines)
     if args.out is None:
         sys.stdout.write(text)
     else:
         args.out.write_text(text)
-    print(f"{len(lines)} comparisons exported", file=sys.stderr)
+    kind = "demonstrations" if args.demonstrations else "comparisons"
+    print(f"{len(lines)} {kind} exported", file=sys.stderr)
     return 0
+
+
+async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path | None) -> list[str]:
+    import dataclasses
+
+    from agent.demonstrations import record_commands
+    from browser.web import Web, WebOptions
+
+    options = dataclasses.replace(
+        WebOptions.from_env(js_mode="never", offline_store=offline_store), engine="offline"
+    )
+    web = Web(options)
+    lines = []
+    try:
+        for row_id, question, posted in store.export_demonstrations():
+            demo = await record_commands(
+                web.session(), question, posted["commands"], posted["answer"], f"feedback-{row_id}"
+            )
+            lines.append(demo.to_json())
+    finally:
+        await web.aclose()
+    return lines
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -110,5 +110,14 @@ class FeedbackStore:
                 "preference": preference,
             }
 
+    def export_demonstrations(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """(id, question, the posted demonstration) for every stored demonstration."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, question, episode FROM demonstrations ORDER BY id"
+            ).fetchall()
+        for row_id, question, episode in rows:
+            yield int(row_id), question, json.loads(episode)
+
     def close(self) -> None:
         self._db.close()

@@ -1,0 +1,400 @@
+"""`webgpt demos generate`, `webgpt train bc`, `webgpt eval` and `webgpt browse`."""
+
+import argparse
+import asyncio
+import dataclasses
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TextIO
+
+from agent.demonstrations import Demonstration, Recorder, write_demonstrations
+from agent.errors import ConfigurationError
+from agent.questions import Question, generate_questions, load_questions
+from browser.cli import add_web_arguments, web_options
+from browser.session import SessionConfig
+from browser.web import Web, WebOptions
+from reward.cli import add_dataclass_options
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    demos = commands.add_parser("demos", help="demonstrations for behavior cloning")
+    demo_commands = demos.add_subparsers(dest="demos_command", required=True)
+    generate = demo_commands.add_parser(
+        "generate", help="write demonstrations (JSONL) by the scripted demonstrator or a teacher"
+    )
+    source = generate.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--scripted", action="store_true", help="the scripted demonstrator on the offline web"
+    )
+    source.add_argument("--policy-url", help="a teacher model's OpenAI-compatible URL (…/v1)")
+    generate.add_argument("--policy-model", help="the teacher's model name at --policy-url")
+    generate.add_argument("--policy-key", default=None)
+    generate.add_argument("--out", type=Path, required=True, help="demonstrations JSONL")
+    generate.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        help="questions JSONL (default: from the offline web)",
+    )
+    generate.add_argument(
+        "--questions-out", type=Path, default=None, help="also write the questions used (JSONL)"
+    )
+    generate.add_argument(
+        "--per-split",
+        default="train=1200,dev=150,test=150",
+        help="questions per split, e.g. train=1200,dev=150,test=150",
+    )
+    generate.add_argument("--detour-share", type=float, default=0.3)
+    generate.add_argument("--attempts", type=int, default=2, help="teacher: tries per question")
+    generate.add_argument("--temperature", type=float, default=0.8, help="teacher sampling")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--store", type=Path, default=None, help="offline web file")
+    generate.set_defaults(run=_generate)
+
+    check = demo_commands.add_parser(
+        "check", help="validate files and replay demonstrations on the offline web"
+    )
+    check.add_argument("files", type=Path, nargs="+")
+    check.add_argument("--store", type=Path, default=None, help="offline web file")
+    check.add_argument("--no-replay", action="store_true", help="only validate the schema")
+    check.set_defaults(run=_check)
+
+    browse = commands.add_parser(
+        "browse", help="browse interactively: commands on stdin, observations on stdout"
+    )
+    browse.add_argument("--question", "-q", required=True)
+    browse.add_argument("--max-actions", type=int, default=100)
+    browse.add_argument(
+        "--no-censor", action="store_true", help="show pages that contain the question"
+    )
+    browse.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append the episode to FILE as a demonstration; after `End: Answer` the "
+        "remaining input lines are the answer",
+    )
+    browse.add_argument("--gold", action="append", default=[], help="a gold answer (recorded)")
+    add_web_arguments(browse, with_engine=True)
+    browse.set_defaults(run=_browse)
+
+
+def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    evaluate = commands.add_parser(
+        "eval", help="measure answer quality on questions with gold answers"
+    )
+    evaluate.add_argument(
+        "--questions", type=Path, required=True, help="JSONL with question + gold_answers"
+    )
+    evaluate.add_argument("--split", default=None, help="only rows of this split (e.g. dev)")
+    evaluate.add_argument("--limit", type=int, default=0, help="at most this many questions")
+    evaluate.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="[LABEL=]TARGET",
+        help="repeatable: `default` (the trained default), `base` (the untrained base), a "
+        "checkpoint folder (served by a local vLLM for the run), or URL,MODEL of a running "
+        "OpenAI-compatible server (default: `default`)",
+    )
+    evaluate.add_argument("--policy-key", default=None)
+    evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
+    evaluate.add_argument("--max-actions", type=int, default=20)
+    evaluate.add_argument("--temperature", type=float, default=0.0)
+    evaluate.add_argument("--reward-model", type=Path, default=None, help="also score answers")
+    evaluate.add_argument("--json-out", type=Path, default=None, help="figures and outcomes")
+    evaluate.add_argument("--store", type=Path, default=None, help="offline web file")
+    evaluate.set_defaults(run=_eval)
+
+
+def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from agent.bc import BCTrainConfig
+
+    bc = kinds.add_parser("bc", help="behavior cloning on demonstrations")
+    add_dataclass_options(bc, BCTrainConfig)
+    bc.set_defaults(run=_train_bc)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _per_split(spec: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for part in spec.split(","):
+        name, _, number = part.partition("=")
+        if name.strip() not in ("train", "dev", "test") or not number.strip().isdigit():
+            raise ConfigurationError(f"--per-split wants train=N,dev=N,test=N, not {spec!r}")
+        counts[name.strip()] = int(number)
+    return counts
+
+
+def pick_questions(
+    questions: list[Question], per_split: dict[str, int], seed: int
+) -> list[Question]:
+    """Up to N questions of each split, styles balanced (no style over a third)."""
+    rng = random.Random(seed)
+    shuffled = sorted(questions, key=lambda q: (q.question, q.url or ""))
+    rng.shuffle(shuffled)
+    picked: list[Question] = []
+    for split, wanted in per_split.items():
+        cap = max(1, wanted // 3)
+        styles: Counter[str] = Counter()
+        for question in shuffled:
+            if question.split != split or styles[question.style or ""] >= cap:
+                continue
+            picked.append(question)
+            styles[question.style or ""] += 1
+            if sum(styles.values()) >= wanted:
+                break
+    return picked
+
+
+def _generate(args: argparse.Namespace) -> int:
+    if args.policy_url and not args.policy_model:
+        raise ConfigurationError("--policy-url needs --policy-model")
+    return asyncio.run(_generate_async(args))
+
+
+async def _generate_async(args: argparse.Namespace) -> int:
+    from agent.scripted import ScriptedConfig, demonstrate
+
+    options = dataclasses.replace(
+        WebOptions.from_env(js_mode="never", offline_store=args.store),
+        engine="offline",
+        offline_only=True,
+    )
+    web = Web(options)
+    try:
+        if args.questions is not None:
+            questions = load_questions(args.questions)
+        else:
+            assert web.offline is not None
+            questions = pick_questions(
+                list(generate_questions(web.offline, seed=args.seed)),
+                _per_split(args.per_split),
+                args.seed,
+            )
+        if args.questions_out is not None:
+            args.questions_out.write_text("".join(q.model_dump_json() + "\n" for q in questions))
+        rng = random.Random(args.seed)
+        config = ScriptedConfig(detour_share=args.detour_share)
+        demos: list[Demonstration] = []
+        teacher = None
+        if args.policy_url:
+            from agent.openai_policy import OpenAIPolicy
+
+            teacher = OpenAIPolicy(
+                args.policy_url, args.policy_model, api_key=args.policy_key, guided=True
+            )
+        for number, question in enumerate(questions, start=1):
+            if teacher is None:
+                session = web.session(
+                    config=SessionConfig(max_actions=rng.choice(config.max_actions))
+                )
+                demo = await demonstrate(question, session, rng, config)
+            else:
+                from agent.teacher import teacher_demonstration
+
+                demo = await teacher_demonstration(
+                    question, web, teacher, attempts=args.attempts, temperature=args.temperature
+                )
+            if demo is not None:
+                demos.append(demo)
+            if number % 50 == 0 or number == len(questions):
+                _progress(f"{number}/{len(questions)} questions, {len(demos)} demonstrations")
+        if teacher is not None:
+            await teacher.aclose()
+    finally:
+        await web.aclose()
+    count = write_demonstrations(args.out, demos)
+    splits = Counter(d.split or "-" for d in demos)
+    _progress(f"wrote {count} demonstrations to {args.out} ({dict(splits)})")
+    return 0 if count else 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    return asyncio.run(_check_async(args))
+
+
+async def _check_async(args: argparse.Namespace) -> int:
+    from agent.demonstrations import load_demonstrations, replay
+
+    demos, report = load_demonstrations(args.files)
+    print(report.summary())
+    failures = len(report.skipped)
+    if not args.no_replay:
+        options = dataclasses.replace(
+            WebOptions.from_env(js_mode="never", offline_store=args.store),
+            engine="offline",
+            offline_only=True,
+        )
+        web = Web(options)
+        try:
+            for demo in demos:
+                problems = await replay(demo, web.session())
+                if problems:
+                    failures += 1
+                    print(f"{demo.id}: {'; '.join(problems)}")
+        finally:
+            await web.aclose()
+        print(f"replayed {len(demos)} demonstrations: {failures} problems")
+    return 1 if failures else 0
+
+
+def _train_bc(args: argparse.Namespace) -> int:
+    from agent.bc import BCTrainConfig, train_bc  # torch: only when training
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(BCTrainConfig)}
+    result = train_bc(BCTrainConfig(**values), log=_progress)
+    print(result.checkpoint)
+    return 0
+
+
+def _browse(args: argparse.Namespace) -> int:
+    return asyncio.run(browse(args, sys.stdin, sys.stdout))
+
+
+async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> int:
+    """A person drives the policy's browser; with --record the episode becomes a
+    demonstration (source "person") appended to the file."""
+    web = Web(web_options(args, engine=args.engine or WebOptions.from_env().engine))
+    lines = iter(commands_in)
+    try:
+        session = web.session(
+            config=SessionConfig(max_actions=args.max_actions, censor=not args.no_censor)
+        )
+        recorder = Recorder(session, args.question)
+        print(recorder.observation, file=out, flush=True)
+        for line in lines:
+            if not line.strip():
+                continue
+            result = await recorder.step(line.rstrip("\n"))
+            print(f"\n# {result.event.model_dump_json(exclude_none=True)}\n", file=out)
+            print(result.observation, file=out, flush=True)
+            if result.done:
+                break
+        print(file=out)
+        if session.end_reason == "answer" and session.quotes:
+            print("♦Answer prompt", file=out)
+            print(session.answer_prompt(), file=out)
+        elif session.end_reason == "answer":
+            print("Browsing ended without quotes: there is nothing to answer from.", file=out)
+        else:
+            print(f"Browsing ended: {session.end_reason or 'no more commands'}", file=out)
+        if args.record is not None:
+            answer = " ".join(line.strip() for line in lines if line.strip()) or None
+            if not recorder.steps:
+                raise ConfigurationError("nothing to record: no command was given")
+            demo = recorder.finish(
+                id=f"person-{random.getrandbits(64):016x}",
+                source="person",
+                answer=answer,
+                gold_answers=args.gold,
+            )
+            args.record.parent.mkdir(parents=True, exist_ok=True)
+            with args.record.open("a", encoding="utf-8") as file:
+                file.write(demo.to_json() + "\n")
+            print(f"# recorded {len(demo.steps)} steps to {args.record}", file=out)
+    finally:
+        await web.aclose()
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyTarget:
+    label: str
+    url: str | None = None  # a running server ...
+    model: str | None = None
+    folder: Path | None = None  # ... or a checkpoint served by a local vLLM for the run
+
+
+def parse_policy_target(spec: str) -> PolicyTarget:
+    label, sep, target = spec.partition("=")
+    if not sep:
+        label, target = "", spec
+    if target in ("default", "base"):
+        from agent.model import prepare_base_model, prepare_default_model
+
+        folder = (
+            prepare_default_model(_progress)
+            if target == "default"
+            else prepare_base_model(_progress)
+        )
+        return PolicyTarget(label or target, folder=folder)
+    if target.startswith(("http://", "https://")):
+        url, comma, model = target.partition(",")
+        if not comma or not model:
+            raise ConfigurationError(f"--policy {spec!r}: give URL,MODEL")
+        return PolicyTarget(label or model, url=url, model=model)
+    folder = Path(target).expanduser()
+    if not folder.is_dir():
+        raise ConfigurationError(f"--policy {spec!r}: no checkpoint folder at {folder}")
+    return PolicyTarget(label or folder.name, folder=folder)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import json
+
+    from agent.evaluate import format_table
+    from agent.questions import load_questions
+
+    questions = load_questions(args.questions, args.split)
+    if args.limit:
+        questions = questions[: args.limit]
+    targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
+    reports = [asyncio.run(_eval_one(args, target, questions)) for target in targets]
+    print(format_table(reports))
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps([r.to_json() for r in reports], indent=2))
+    return 0
+
+
+async def _eval_one(args: argparse.Namespace, target: PolicyTarget, questions: list[Question]):  # type: ignore[no-untyped-def]
+    from agent.episode import EpisodeConfig
+    from agent.evaluate import evaluate_policy, progress_bar
+    from agent.openai_policy import OpenAIPolicy
+    from agent.vllm_server import DEFAULT_PORT, ServerConfig, start, stop
+
+    running = None
+    url, model = target.url, target.model
+    if target.folder is not None:
+        _progress(f"starting vLLM for {target.folder} (first start compiles: minutes)")
+        running = start(
+            ServerConfig(model_dir=target.folder, served_name=target.label, port=DEFAULT_PORT + 10),
+            _progress,
+            record=False,
+        )
+        url, model = running.url, running.model
+    assert url is not None and model is not None
+    options = dataclasses.replace(
+        WebOptions.from_env(js_mode="never", offline_store=args.store), engine="offline"
+    )
+    web = Web(options)
+    policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
+    scorer = None
+    if args.reward_model is not None:
+        from reward.protocol import open_scorer
+
+        scorer = open_scorer(args.reward_model, None)
+    try:
+        return await evaluate_policy(
+            target.label,
+            policy,
+            web,
+            questions,
+            episode=EpisodeConfig(temperature=args.temperature, guided=not args.no_guided),
+            session=SessionConfig(max_actions=args.max_actions),
+            scorer=scorer,
+            progress=progress_bar(sys.stderr),
+        )
+    finally:
+        await policy.aclose()
+        await web.aclose()
+        if scorer is not None:
+            await scorer.aclose()
+        if running is not None:
+            stop(running)

@@ -1,0 +1,195 @@
+"""The scripted demonstrator: browses the offline web to the page that answers a question.
+
+It uses only the commands of Table 1 and only what it sees: it searches with a query made
+from the question (reformulating with the page's title when the page is not among the
+results), clicks the result that leads to the page, finds or scrolls to the sentence that
+holds the answer, quotes it, ends, and writes a short answer that states the fact and
+cites it. A share of episodes take realistic detours (a wrong result then `Back`, a first
+search that misses, a scroll away and back) so a cloned policy learns to recover.
+
+Quotes are chosen among agent.grammar.quote_choices, the spans guided decoding offers, and
+answers must match agent.grammar.answer_regex: what is demonstrated can also be served.
+"""
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+
+from agent.demonstrations import Demonstration, Recorder
+from agent.grammar import answer_regex, quote_choices
+from agent.questions import Question, contains_gold, normalize
+from browser.session import BrowserSession
+
+# Question words left out of search queries (what remains names the thing asked about).
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "does",
+        "do",
+        "did",
+        "in",
+        "of",
+        "on",
+        "for",
+        "to",
+        "by",
+        "with",
+        "and",
+        "or",
+        "module",
+        "module's",
+        "function",
+        "method",
+        "used",
+        "use",
+        "would",
+        "i",
+        "call",
+        "work",
+        "year",
+        "people",
+        "kind",
+        "thing",
+        "country",
+        "region",
+        "live",
+        "many",
+        "born",
+        "die",
+    ]
+)
+_WORD = re.compile(r"[\w.'-]+")
+DETOURS = ("wrong_result", "missed_search", "scroll")
+
+
+@dataclass(frozen=True)
+class ScriptedConfig:
+    detour_share: float = 0.3  # episodes with one detour
+    max_actions: tuple[int, ...] = (10, 15, 20, 30, 50, 100)  # drawn per episode
+    max_find_steps: int = 4
+
+
+def demonstration_id(question: Question) -> str:
+    key = f"{question.question}\n{question.url}"
+    return "scripted-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def search_queries(question: Question, rng: random.Random) -> list[str]:
+    """A query made from the question's own words, then the page's title as the fallback."""
+    words = [w.strip(".'?") for w in _WORD.findall(question.question)]
+    content = [w for w in words if w and w.lower() not in _STOPWORDS]
+    title = question.title or " ".join(content)
+    first = " ".join(content) if rng.random() < 0.5 else title
+    if question.url and "docs.python.org" in question.url and "." in title:
+        owner, name = title.rsplit(".", 1)
+        first = rng.choice([f"{owner} {name}", title])
+    return list(dict.fromkeys([first, title]))
+
+
+def _target_link(session: BrowserSession, url: str) -> int | None:
+    for link_id, link in sorted(session.page.links.items()):
+        if link.url.rstrip("/") == url.rstrip("/"):
+            return link_id
+    return None
+
+
+def _answering_quote(session: BrowserSession, question: Question) -> str | None:
+    choices = quote_choices(session)
+    evidence = normalize(question.evidence or "")
+    for choice in choices:  # the evidence sentence itself, then any span with the gold
+        if (
+            evidence
+            and normalize(choice) in evidence
+            and contains_gold(choice, question.gold_answers)
+        ):
+            return choice
+    return next((c for c in choices if contains_gold(c, question.gold_answers)), None)
+
+
+async def demonstrate(
+    question: Question,
+    session: BrowserSession,
+    rng: random.Random,
+    config: ScriptedConfig = ScriptedConfig(),
+) -> Demonstration | None:
+    """One demonstration for the question, or None when the script cannot reach the answer
+    (the page is not found by search, or the answering sentence is not quotable)."""
+    if not question.url or not question.answer:
+        return None
+    recorder = Recorder(session, question.question)
+    detour = rng.choice(DETOURS) if rng.random() < config.detour_share else None
+    queries = search_queries(question, rng)
+    if detour == "missed_search":
+        keywords = [w for w in _WORD.findall(question.question) if w.lower() in _STOPWORDS]
+        miss = " ".join(keywords[-3:]) or "answer"
+        await recorder.step(f"Search {miss}")
+        if _target_link(session, question.url) is not None:
+            detour = None  # the miss found the page after all: no detour to show
+    link: int | None = None
+    for query in queries:
+        await recorder.step(f"Search {query}")
+        link = _target_link(session, question.url)
+        if link is not None:
+            break
+    if link is None or session.done:
+        return None
+    if detour == "wrong_result":
+        wrong = [i for i in sorted(session.page.links) if i != link]
+        if wrong:
+            await recorder.step(f"Clicked on link {rng.choice(wrong[:4])}")
+            await recorder.step("Back")
+        else:
+            detour = None
+    await recorder.step(f"Clicked on link {link}")
+    if detour == "scroll":
+        if len(session.page.lines) > session.config.window_lines:
+            await recorder.step(f"Scrolled down {rng.choice([1, 2])}")
+            await recorder.step(rng.choice(["Top", "Scrolled up 3"]))
+        else:
+            detour = None
+    quote = _answering_quote(session, question)
+    finds = 0
+    while quote is None and finds < config.max_find_steps and not session.done:
+        if question.url and "docs.python.org" in question.url and question.title:
+            await recorder.step(f"Find in page: {question.title}(")
+        elif session.page.lines and len(session.page.lines) > session.config.window_lines:
+            await recorder.step("Scrolled down 1")
+        else:
+            break
+        finds += 1
+        quote = _answering_quote(session, question)
+    if quote is None or session.done:
+        return None
+    result = await recorder.step(f"Quote: {quote}")
+    if result.event.type != "quote" or not session.quotes or session.done:
+        return None
+    await recorder.step("End: Answer")
+    answer = question.answer
+    if not contains_gold(answer, question.gold_answers):
+        return None
+    if re.fullmatch(answer_regex(len(session.quotes)), answer) is None:
+        return None
+    return recorder.finish(
+        id=demonstration_id(question),
+        source="scripted",
+        answer=answer,
+        gold_answers=question.gold_answers,
+        gold_url=question.url,
+        split=question.split,  # type: ignore[arg-type]
+        meta={"style": question.style or "", "detour": detour or ""},
+    )

@@ -1,0 +1,126 @@
+"""Behavior cloning: a tiny policy the test builds learns from a handful of demonstrations."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from agent.bc import BCTrainConfig, examples_of, tokenize_example, train_bc
+from agent.demonstrations import write_demonstrations
+from browser.web import Web
+from reward.checkpoints import load_manifest
+from tests.agent.test_demonstrations import scripted_demos
+
+
+def build_tiny_policy(folder: Path, texts: list[str]) -> Path:
+    """A 2-layer Llama and a byte-level BPE tokenizer trained on the demonstrations' text."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    core = ByteLevelBPETokenizer()
+    core.train_from_iterator(texts, vocab_size=600, special_tokens=["<eos>", "<pad>"])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core._tokenizer, eos_token="<eos>", pad_token="<pad>"
+    )
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow  # about a minute of training on 2 cores
+async def test_a_tiny_policy_learns_to_write_commands(learning_web: Web, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    demos = await scripted_demos(learning_web, detour_share=0.3)
+    demos = [d.model_copy(update={"split": "train"}) for d in demos]  # all trainable
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos)
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    before = load_file(base / "model.safetensors")
+
+    result = train_bc(
+        BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            out=tmp_path / "registry",
+            version="bc-test",
+            epochs=10,
+            learning_rate=4e-3,
+            batch_size=4,
+            validation_fraction=0.25,
+            patience=50,
+            lora_rank=0,
+            validity_prompts=8,
+        ),
+        log=lambda _: None,
+    )
+
+    losses = result.step_losses
+    assert losses and all(math.isfinite(x) for x in losses)
+    assert losses[-1] < 0.5 * losses[0]
+    validity = result.manifest_metrics["valid_unguided_commands"]
+    assert validity["after"] > validity["before"]
+    assert validity["after"] >= 0.5
+    manifest = load_manifest(result.checkpoint, verify=True)
+    assert manifest.kind == "policy" and manifest.version == "bc-test"
+    assert manifest.metrics["demonstrations_by_source"] == {"scripted": len(demos)}
+    assert len(manifest.metrics["data_sha256"]) == 64
+    assert manifest.metrics["config"]["epochs"] == 10
+    assert json.loads((result.checkpoint / "train_config.json").read_text())["lora_rank"] == 0
+    after = load_file(result.checkpoint / "model.safetensors")
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path) -> None:
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demos = demos[:2]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos)
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    result = train_bc(
+        BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            out=tmp_path / "registry",
+            epochs=1,
+            lora_rank=4,
+            lora_layers=1,
+            validation_fraction=0.0,
+            validity_prompts=0,
+        ),
+        log=lambda _: None,
+    )
+    files = set(load_manifest(result.checkpoint, verify=True).files)
+    assert {"adapter_model.safetensors", "adapter_config.json"} <= files
+    assert "model.safetensors" not in files
+    adapter = json.loads((result.checkpoint / "adapter_config.json").read_text())
+    assert adapter["layers_to_transform"] == [1]
+
+
+async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    demo = (await scripted_demos(learning_web))[0]
+    texts = [e.prompt + e.completion for e in examples_of(demo)]
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_policy(tmp_path / "t", texts))
+    example = examples_of(demo)[0]
+    row = tokenize_example(tokenizer, example)
+    prompt_length = len(tokenizer(example.prompt)["input_ids"])
+    assert row["labels"][:prompt_length] == [-100] * prompt_length
+    assert tokenizer.decode(row["labels"][prompt_length:]) == example.completion

@@ -1,0 +1,155 @@
+"""Demonstrations: questions from the offline web, the scripted demonstrator, the schema,
+replay, and the prompts behavior cloning trains on being the agent's own."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from agent.bc import examples_of
+from agent.demonstrations import (
+    Demonstration,
+    load_demonstrations,
+    replay,
+    write_demonstrations,
+)
+from agent.episode import EpisodeConfig, run_episode
+from agent.grammar import answer_regex
+from agent.openai_policy import OpenAIPolicy
+from agent.questions import contains_gold, generate_questions, normalize, split_of
+from agent.scripted import ScriptedConfig, demonstrate
+from browser.session import SessionConfig
+from browser.web import Web
+from tests.agent.fake_policy import Script, fake_policy_app
+from tests.servers import serve
+
+
+async def scripted_demos(web: Web, detour_share: float = 0.0, seed: int = 0) -> list[Demonstration]:
+    assert web.offline is not None
+    rng = random.Random(seed)
+    demos = []
+    for question in generate_questions(web.offline, seed=seed, per_page=5):
+        session = web.session(config=SessionConfig(max_actions=20))
+        demo = await demonstrate(question, session, rng, ScriptedConfig(detour_share=detour_share))
+        if demo is not None:
+            demos.append(demo)
+    return demos
+
+
+def test_questions_come_in_many_styles_with_gold_answers_on_their_page(
+    learning_store: Path,
+) -> None:
+    from browser.offline import OfflineWeb
+
+    questions = list(generate_questions(OfflineWeb(learning_store), per_page=5))
+    by_text = {q.question: q for q in questions}
+    assert {q.style for q in questions} >= {"when", "who", "how many", "what"}
+    born = next(q for q in questions if "born" in q.question)
+    assert born.gold_answers == ["1815"] and born.answer == "Ada Lovelace was born in 1815 [1]."
+    assert by_text["Who painted the Mona Lisa?"].gold_answers == ["Leonardo da Vinci"]
+    population = next(q for q in questions if q.style == "how many")
+    assert population.gold_answers == ["1,308,660"]
+    for question in questions:
+        assert question.split == split_of(question.url or "")
+        assert contains_gold(question.evidence or "", question.gold_answers)
+
+
+def test_answer_normalisation_ignores_case_punctuation_and_articles() -> None:
+    assert normalize("The  Mona-Lisa, a painting!") == "mona lisa painting"
+    assert contains_gold("It was painted by LEONARDO da Vinci [1].", ["Leonardo da Vinci"])
+    assert not contains_gold("Leonardo [1].", ["Leonardo da Vinci"])
+    assert not contains_gold("in 18150 [1]", ["1815"])  # whole words only
+
+
+async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
+    learning_web: Web,
+) -> None:
+    demos = await scripted_demos(learning_web, detour_share=0.5)
+    assert len(demos) >= 6
+    assert any(d.meta["detour"] for d in demos)
+    for demo in demos:
+        assert demo.source == "scripted" and demo.answer is not None
+        assert contains_gold(demo.answer, demo.gold_answers)
+        assert json.loads(demo.to_json())["schema_version"] == 1
+        import re
+
+        assert re.fullmatch(answer_regex(len(demo.quotes)), demo.answer)
+        assert demo.steps[-1].command == "End: Answer"
+        # the environment reproduces every observation byte for byte
+        assert await replay(demo, learning_web.session()) == []
+        # every quote occurs verbatim in its page
+        for quote in demo.quotes:
+            page = await learning_web.loader.load(quote.url)
+            assert page.text_index.find(quote.extract) is not None
+
+
+async def test_replay_reports_an_observation_that_no_longer_matches(learning_web: Web) -> None:
+    demo = (await scripted_demos(learning_web))[0]
+    stale = demo.steps[0].model_copy(update={"observation": "stale"})
+    changed = demo.model_copy(update={"steps": [stale, *demo.steps[1:]]})
+    assert await replay(changed, learning_web.session()) == ["step 1: the observation differs"]
+
+
+async def test_schema_errors_are_reported_by_line_and_skipped(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    good = (await scripted_demos(learning_web))[0]
+    row = json.loads(good.to_json())
+    wrong_format = {**row, "observation_format": 99}
+    no_steps = {**row, "steps": []}
+    bad_answer = {**row, "answer_prompt": "not the prompt"}
+    path = tmp_path / "demos.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                good.to_json(),
+                "{not json",
+                json.dumps(no_steps),
+                "",
+                json.dumps(wrong_format),
+                json.dumps(bad_answer),
+                json.dumps({**row, "source": "oracle"}),
+            ]
+        )
+        + "\n"
+    )
+    demos, report = load_demonstrations([path])
+    assert [d.id for d in demos] == [good.id]
+    assert [line for _, line, _ in report.skipped] == [2, 3, 5, 6, 7]
+    reasons = {line: reason for _, line, reason in report.skipped}
+    assert "steps" in reasons[3]
+    assert "observation format 99" in reasons[5]
+    assert "answer prompt" in reasons[6]
+    assert "source" in reasons[7]
+    assert f"{path}:2:" in report.summary()
+
+
+async def test_training_prompts_are_the_prompts_the_live_agent_sends(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    """Train/serve skew: each example's prompt equals what the agent sends for that state."""
+    demo = next(d for d in await scripted_demos(learning_web, detour_share=1.0) if len(d.steps) > 4)
+    path = tmp_path / "d.jsonl"
+    write_demonstrations(path, [demo])
+    [loaded], _ = load_demonstrations([path])
+    script = Script(commands=[s.command for s in loaded.steps], answers=[loaded.answer or ""])
+    with serve(fake_policy_app(script)) as base:
+        policy = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
+        session = learning_web.session(config=loaded.session.config())
+        result = await run_episode(0, session, policy, loaded.question, EpisodeConfig(guided=False))
+        await policy.aclose()
+    assert result.answer == loaded.answer
+    sent = [request["prompt"] for request in script.requests]
+    examples = examples_of(loaded)
+    assert sent == [e.prompt for e in examples]
+    assert [e.completion for e in examples] == [s.command + "\n" for s in loaded.steps] + [
+        f"{loaded.answer}■"
+    ]
+
+
+@pytest.mark.parametrize("bad", ["", "   "])
+def test_demonstrations_file_without_rows_loads_nothing(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text(bad)
+    assert load_demonstrations([path])[0] == []

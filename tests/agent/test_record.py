@@ -1,0 +1,103 @@
+"""People's demonstrations: `webgpt browse --record` and the service's stored ones, exported
+into the same schema, replay exactly on the offline web."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from agent.demonstrations import load_demonstrations, replay
+from browser.web import Web
+from service.store import FeedbackStore
+
+MONA = "The Mona Lisa is a half-length portrait painting by the Italian artist Leonardo da Vinci."
+
+
+def webgpt(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(home)},
+        check=False,
+    )
+
+
+async def test_browse_record_round_trips(
+    learning_store: Path, learning_web: Web, tmp_path: Path
+) -> None:
+    shutil.copy(learning_store, tmp_path / "offline-web.sqlite")
+    record = tmp_path / "mine.jsonl"
+    commands = f"Search Mona Lisa\nClicked on link 0\nQuote: {MONA}\nEnd: Answer\n"
+    answer = "It was painted by Leonardo da Vinci [1].\n"
+    result = webgpt(
+        "browse",
+        "-q",
+        "Who painted the Mona Lisa?",
+        "--js",
+        "never",
+        "--record",
+        str(record),
+        "--gold",
+        "Leonardo da Vinci",
+        home=tmp_path,
+        stdin=commands + answer,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"# recorded 4 steps to {record}" in result.stdout
+    [demo], report = load_demonstrations([record])
+    assert report.skipped == []
+    assert demo.source == "person" and demo.gold_answers == ["Leonardo da Vinci"]
+    assert [s.command for s in demo.steps] == commands.splitlines()
+    assert demo.answer == answer.strip() and demo.quotes[0].extract == MONA
+    assert demo.steps[0].observation in result.stdout  # what the person saw is what was kept
+    assert await replay(demo, learning_web.session()) == []
+
+
+def test_browse_record_without_commands_is_a_clear_error(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    shutil.copy(learning_store, tmp_path / "offline-web.sqlite")
+    result = webgpt(
+        "browse", "-q", "q", "--js", "never", "--record", str(tmp_path / "r.jsonl"), home=tmp_path
+    )
+    assert result.returncode == 1 and "nothing to record" in result.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+async def test_feedback_demonstrations_export_for_bc(
+    learning_store: Path, learning_web: Web, tmp_path: Path
+) -> None:
+    store = FeedbackStore(tmp_path / "fb.sqlite")
+    store.add_demonstration(
+        "Who painted the Mona Lisa?",
+        {
+            "kind": "demonstration",
+            "question": "Who painted the Mona Lisa?",
+            "commands": ["Search Mona Lisa", "Clicked on link 0", f"Quote: {MONA}", "End: Answer"],
+            "answer": "Leonardo da Vinci [1].",
+            "quotes": [],
+        },
+    )
+    store.close()
+    out = tmp_path / "demos.jsonl"
+    result = webgpt(
+        "feedback",
+        "export",
+        "--demonstrations",
+        "--db",
+        str(tmp_path / "fb.sqlite"),
+        "--store",
+        str(learning_store),
+        "--out",
+        str(out),
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "1 demonstrations exported" in result.stderr
+    [demo], _ = load_demonstrations([out])
+    assert demo.source == "person" and demo.answer == "Leonardo da Vinci [1]."
+    assert len(demo.steps) == 4 and demo.quotes[0].extract == MONA
+    assert await replay(demo, learning_web.session()) == []
