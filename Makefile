@@ -41,3 +41,4 @@ bench: corpus
 	$(VENV)/python benchmarks/agent_bench.py
 	$(VENV)/python benchmarks/reward_bench.py
 	$(VENV)/python benchmarks/service_bench.py
+	$(VENV)/python benchmarks/bc_bench.py
