@@ -5,7 +5,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent.grammar import answer_regex, browsing_regex
+from agent.grammar import answer_regex, browsing_regex, with_stop
 from agent.policy import Policy, Sampling, Usage
 from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from agent.trace import (
@@ -90,8 +90,11 @@ async def run_episode(
             temperature=config.temperature,
             max_tokens=config.command_max_tokens,
             stop=COMMAND_STOP,
-            regex=browsing_regex(
-                session, allow_refusal=config.allow_refusal, force_finish=config.force_finish
+            regex=with_stop(
+                browsing_regex(
+                    session, allow_refusal=config.allow_refusal, force_finish=config.force_finish
+                ),
+                COMMAND_STOP[0],
             )
             if config.guided
             else None,
@@ -130,7 +133,9 @@ async def run_episode(
             temperature=config.temperature,
             max_tokens=config.answer_max_tokens,
             stop=ANSWER_STOP,
-            regex=answer_regex(len(session.quotes)) if config.guided else None,
+            regex=with_stop(answer_regex(len(session.quotes)), ANSWER_STOP[0])
+            if config.guided
+            else None,
         )
         clock = time.perf_counter()
         parts: list[str] = []

@@ -108,6 +108,16 @@ def _question_search(question: str) -> str:
     return f"Search {word}( {word}){{0,7}}"
 
 
+def with_stop(regex: str, stop: str) -> str:
+    """The regex, optionally followed by the stop string the request also carries.
+
+    A trained policy ends each output with its stop string ("\\n" after a command, "■"
+    after an answer); a grammar that forbids it makes the policy write on past its end (a
+    look-alike "▪", then the answer again). Allowed, it ends the output where vLLM stops."""
+    escaped = "\\n" if stop == "\n" else _literal(stop)
+    return f"({regex})({escaped})?"
+
+
 def answer_regex(quote_count: int) -> str:
     """One paragraph citing collected quotes as [n], at most six times, nothing else in
     square brackets. The first citation comes within FIRST_CITATION_CHARS characters: a
