@@ -2,8 +2,6 @@
 and unfaithful."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from agent.episode import EpisodeConfig
@@ -15,6 +13,7 @@ from browser.session import SessionConfig
 from browser.web import Web, WebOptions
 from tests.agent.conftest import LEARNING_ARTICLES
 from tests.agent.fake_policy import Script, fake_policy_app
+from tests.agent.test_record import webgpt
 from tests.servers import serve
 
 QUESTIONS = [
@@ -92,30 +91,11 @@ def test_eval_cli_prints_a_table_and_writes_json(learning_store: Path, tmp_path:
     )
     script = Script(commands=[c for episode in COMMANDS for c in episode], answers=list(ANSWERS))
     with serve(fake_policy_app(script)) as base:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "service.cli",
-                "eval",
-                "--questions",
-                str(questions),
-                "--split",
-                "dev",
-                "--policy",
-                f"fake={base}/v1,scripted",
-                "--no-guided",
-                "--store",
-                str(learning_store),
-                "--json-out",
-                str(tmp_path / "out.json"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(tmp_path)},
-            check=False,
-        )
+        result = webgpt(
+            "eval", "--questions", str(questions), "--split", "dev",
+            "--policy", f"fake={base}/v1,scripted", "--no-guided", "--store", str(learning_store),
+            "--json-out", str(tmp_path / "out.json"), home=tmp_path,
+        )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].split()[:4] == ["policy", "n", "correct", "cited"]
     assert "3/3" in result.stderr  # the progress bar
@@ -128,22 +108,8 @@ def test_eval_cli_prints_a_table_and_writes_json(learning_store: Path, tmp_path:
 def test_eval_refuses_an_unknown_policy_target(tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(QUESTIONS[0].model_dump_json() + "\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "service.cli",
-            "eval",
-            "--questions",
-            str(questions),
-            "--policy",
-            str(tmp_path / "missing"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(tmp_path)},
-        check=False,
+    result = webgpt(
+        "eval", "--questions", str(questions), "--policy", str(tmp_path / "missing"), home=tmp_path
     )
     assert result.returncode == 1
     assert "no checkpoint folder" in result.stderr
