@@ -101,3 +101,26 @@ async def test_feedback_demonstrations_export_for_bc(
     assert demo.source == "person" and demo.answer == "Leonardo da Vinci [1]."
     assert len(demo.steps) == 4 and demo.quotes[0].extract == MONA
     assert await replay(demo, learning_web.session()) == []
+
+
+async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web) -> None:
+    from agent.openai_policy import OpenAIPolicy
+    from agent.questions import Question
+    from agent.teacher import teacher_demonstration
+    from tests.agent.fake_policy import Script, fake_policy_app
+    from tests.servers import serve
+
+    question = Question(question="Crow", gold_answers=["Corvus"], split="train")
+    # First attempt answers wrong (rejected), the second right (kept).
+    script = Script(
+        oracle_quote="Crows are birds of the genus Corvus.",
+        answers=["They are birds [1].", "Crows belong to the genus Corvus [1]."],
+    )
+    with serve(fake_policy_app(script)) as base:
+        teacher = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
+        demo = await teacher_demonstration(question, learning_web, teacher, attempts=2)
+        await teacher.aclose()
+    assert demo is not None and demo.source == "teacher"
+    assert demo.answer == "Crows belong to the genus Corvus [1]." and demo.meta["attempt"] == 2
+    assert [s.command for s in demo.steps][-1] == "End: Answer"
+    assert await replay(demo, learning_web.session()) == []
