@@ -118,6 +118,13 @@ def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]")
     bc.set_defaults(run=_train_bc)
 
 
+def offline_web(store: Path | None) -> Web:
+    """The offline web alone (no live fallback, no Chromium): where demonstrations are
+    generated, replayed and evaluated, so their figures are reproducible."""
+    options = WebOptions.from_env(js_mode="never", offline_store=store)
+    return Web(dataclasses.replace(options, engine="offline", offline_only=True))
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -162,12 +169,7 @@ def _generate(args: argparse.Namespace) -> int:
 async def _generate_async(args: argparse.Namespace) -> int:
     from agent.scripted import ScriptedConfig, demonstrate
 
-    options = dataclasses.replace(
-        WebOptions.from_env(js_mode="never", offline_store=args.store),
-        engine="offline",
-        offline_only=True,
-    )
-    web = Web(options)
+    web = offline_web(args.store)
     try:
         if args.questions is not None:
             questions = load_questions(args.questions)
@@ -227,12 +229,7 @@ async def _check_async(args: argparse.Namespace) -> int:
     print(report.summary())
     failures = len(report.skipped)
     if not args.no_replay:
-        options = dataclasses.replace(
-            WebOptions.from_env(js_mode="never", offline_store=args.store),
-            engine="offline",
-            offline_only=True,
-        )
-        web = Web(options)
+        web = offline_web(args.store)
         try:
             for demo in demos:
                 problems = await replay(demo, web.session())
@@ -370,10 +367,7 @@ async def _eval_one(args: argparse.Namespace, target: PolicyTarget, questions: l
         )
         url, model = running.url, running.model
     assert url is not None and model is not None
-    options = dataclasses.replace(
-        WebOptions.from_env(js_mode="never", offline_store=args.store), engine="offline"
-    )
-    web = Web(options)
+    web = offline_web(args.store)
     policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
     scorer = None
     if args.reward_model is not None:

@@ -90,15 +90,10 @@ def _export_feedback(args: argparse.Namespace) -> int:
 
 
 async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path | None) -> list[str]:
-    import dataclasses
-
     from agent.demonstrations import record_commands
-    from browser.web import Web, WebOptions
+    from agent.learning_cli import offline_web
 
-    options = dataclasses.replace(
-        WebOptions.from_env(js_mode="never", offline_store=offline_store), engine="offline"
-    )
-    web = Web(options)
+    web = offline_web(offline_store)
     lines = []
     try:
         for row_id, question, posted in store.export_demonstrations():

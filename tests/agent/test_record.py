@@ -124,3 +124,23 @@ async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web)
     assert demo.answer == "Crows belong to the genus Corvus [1]." and demo.meta["attempt"] == 2
     assert [s.command for s in demo.steps][-1] == "End: Answer"
     assert await replay(demo, learning_web.session()) == []
+
+
+def test_demos_cli_rejects_bad_input_clearly(learning_store: Path, tmp_path: Path) -> None:
+    bad_split = webgpt(
+        "demos", "generate", "--scripted", "--out", str(tmp_path / "d.jsonl"),
+        "--per-split", "train=lots", "--store", str(learning_store), home=tmp_path,
+    )  # fmt: skip
+    assert bad_split.returncode == 1 and "--per-split wants train=N" in bad_split.stderr
+    assert not (tmp_path / "d.jsonl").exists()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"question": "q"}\nnot json\n')
+    checked = webgpt("demos", "check", str(broken), "--store", str(learning_store), home=tmp_path)
+    assert checked.returncode == 1
+    assert f"{broken}:1:" in checked.stdout and f"{broken}:2:" in checked.stdout
+    no_teacher_model = webgpt(
+        "demos", "generate", "--policy-url", "http://127.0.0.1:9/v1", "--out", str(broken),
+        home=tmp_path,
+    )  # fmt: skip
+    assert no_teacher_model.returncode == 1 and "--policy-model" in no_teacher_model.stderr
+    assert broken.read_text().startswith('{"question": "q"}')  # nothing overwritten
