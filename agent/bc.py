@@ -271,6 +271,9 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         dataloader_num_workers=0,
         dataloader_pin_memory=False,
         remove_unused_columns=False,
+        # fp32 weights with bf16 autocast where the accelerator has it (a GPU); CPUs train
+        # in fp32, which is faster there than emulated bf16 matrix products.
+        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
     )
     trainer = Trainer(
         model=model,
@@ -313,13 +316,18 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
             1,
         ),
         "valid_unguided_commands": {"before": validity_before, "after": validity_after},
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "peak_accelerator_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        if torch.cuda.is_available()
+        else None,
         "config": {f.name: _jsonable(getattr(config, f.name)) for f in fields(config)},
     }
     checkpoint = config.out / config.version
     config.out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{config.version}-", dir=config.out))
     try:
-        trained.save_pretrained(staging)
+        # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
+        trained.to(torch.bfloat16).save_pretrained(staging)
         if config.lora_rank == 0:  # an adapter is merged into its base, tokenizer included
             tokenizer.save_pretrained(staging)
         (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))

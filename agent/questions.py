@@ -30,6 +30,7 @@ SPLIT_PERCENT = {"train": 80, "dev": 10, "test": 10}
 # The answer grammar (agent.grammar.answer_regex) wants the first citation within 60
 # characters; reference answers put it right after the fact.
 MAX_LEAD_CHARS = 56
+PYTHON_DOCS_PAGE_WEIGHT = 4
 
 
 class Question(BaseModel):
@@ -73,11 +74,16 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _LIFE = re.compile(
     r"^(?P<what>[^()]{3,60}?) \((?:c\. )?(?P<born>\d{3,4}) ?[–-] ?(?:c\. )?(?P<died>\d{3,4})\)$"
 )
+# "X is a <kind of thing>": the phrase ends before a clause, a participle ("an engineering
+# discipline concerned with …" → "engineering discipline") or a comma; "a unit of energy"
+# keeps its "of" complement, since "unit" alone says nothing.
 _IS_A = re.compile(
     r"^(?P<subject>(?:The |A |An )?[^.,;()]{1,60}?) (?P<verb>is|are|was|were) "
-    r"(?P<article>a|an|the) (?P<what>[a-z][a-z -]{2,40}?)"
-    r"(?= that| which| who| whose| of| in| for| from| with| and| by| used|,|\.)"
+    r"(?P<article>a|an|the) (?P<what>[a-z][a-z-]+(?: (?![a-z]+(?:ed|ing)\b)[a-z-]+){0,4}?"
+    r"(?: of (?:the )?[A-Za-z-]+(?: [a-z-]+)?)?)"
+    r"(?= that| which| who| whose| in| for| from| with| and| by| used| [a-z]+(?:ed|ing)\b|,|\.)"
 )
+_VAGUE_KINDS = {"name", "term", "type", "kind", "form", "state", "part", "member", "set"}
 _MADE_BY = re.compile(
     r"\b(?P<verb>painted|written|invented|discovered|founded|composed|designed|directed|"
     r"developed|created|established) by (?P<who>(?:[A-Z][\w.'-]+)(?: (?:de |da |van |von )?"
@@ -99,6 +105,19 @@ _PLACE = re.compile(
 )
 
 
+def _vague(kind: str, rest: str) -> bool:
+    """A kind of thing no answer can be checked against: "a name", or one word before a
+    comma or "and", which is an adjective ("a dense, towering cloud")."""
+    return kind in _VAGUE_KINDS or (" " not in kind and rest.startswith((",", " and")))
+
+
+def _golds(gold: str) -> list[str]:
+    """The gold answer, and its first half when it joins two ("German composer and
+    conductor": "German composer" is right too)."""
+    first = gold.split(" and ")[0]
+    return [gold, first] if first != gold and " " in first else [gold]
+
+
 def _lead(text: str, gold: str) -> str | None:
     """`text [1].` when short enough for the answer grammar, else None."""
     text = " ".join(text.split()).rstrip(" .,;:")
@@ -118,7 +137,7 @@ def wikipedia_questions(
     def ask(style: str, question: str, gold: str, evidence: str, answer: str | None) -> Question:
         return Question(
             question=question,
-            gold_answers=[gold],
+            gold_answers=_golds(gold),
             url=url,
             title=title,
             evidence=evidence,
@@ -208,7 +227,9 @@ def wikipedia_questions(
     if sentences:
         first = sentences[0]
         place = _PLACE.search(first)
-        if place and title in first and place["place"] != title:
+        # "in the Indian state of Gujarat": the capitalised words are an adjective, not a place
+        demonym = place is not None and re.match(r" [a-z]", first[place.end() :]) is not None
+        if place and title in first and place["place"] != title and not demonym:
             where = place["place"]
             style = rng.choice(["where", "which"])
             yield ask(
@@ -221,7 +242,7 @@ def wikipedia_questions(
                 _lead(f"{title} is a {place['kind']} in {where}", where),
             )
         is_a = _IS_A.match(first)
-        if is_a and not life:
+        if is_a and not life and not _vague(is_a["what"], first[is_a.end() :]):
             subject = is_a["subject"]
             what = is_a["what"].strip()
             verb = is_a["verb"]
@@ -341,7 +362,10 @@ def generate_questions(
         else:
             continue
         rng.shuffle(found)
-        for question in found[:per_page]:
+        # A docs page documents many functions, a summary one subject: without more per
+        # docs page, Python questions would be a few percent of the data.
+        taken = per_page * PYTHON_DOCS_PAGE_WEIGHT if page.source == "python-docs" else per_page
+        for question in found[:taken]:
             yield question.model_copy(update={"split": split_of(page.url)})
 
 

@@ -68,6 +68,11 @@ def _run(setting: str, lora_rank: int, lora_layers: int, demos: Path, examples: 
         f"{metrics['train_tokens']:>7} tokens {metrics['train_tokens_per_s']:>7.1f} tokens/s  "
         f"wall {wall:6.1f} s  "
         f"peak RSS {peak_gib:.2f} GiB (process so far)"
+        + (
+            f", peak GPU {metrics['peak_accelerator_memory_gib']:.2f} GiB"
+            if metrics["peak_accelerator_memory_gib"] is not None
+            else ""
+        )
     )
 
 

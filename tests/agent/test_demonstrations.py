@@ -17,7 +17,13 @@ from agent.demonstrations import (
 from agent.episode import EpisodeConfig, run_episode
 from agent.grammar import answer_regex
 from agent.openai_policy import OpenAIPolicy
-from agent.questions import contains_gold, generate_questions, normalize, split_of
+from agent.questions import (
+    contains_gold,
+    generate_questions,
+    normalize,
+    split_of,
+    wikipedia_questions,
+)
 from agent.scripted import ScriptedConfig, demonstrate
 from browser.session import SessionConfig
 from browser.web import Web
@@ -53,6 +59,54 @@ def test_questions_come_in_many_styles_with_gold_answers_on_their_page(
     for question in questions:
         assert question.split == split_of(question.url or "")
         assert contains_gold(question.evidence or "", question.gold_answers)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "golds"),
+    [
+        (
+            "Electrical engineering is an engineering discipline concerned with it.",
+            ["engineering discipline"],
+        ),
+        ("The calorie is a unit of energy that was defined.", ["unit of energy"]),
+        ("The Permian is a geologic period and stratigraphic system.", ["geologic period"]),
+        ("Cumulonimbus is a dense, towering, vertical cloud.", None),  # "dense" is no answer
+        ("The rule of law is a political and legal ideal.", None),
+        ("Zeta is a name used for things.", None),
+    ],
+)
+def test_what_questions_have_a_checkable_gold_answer(
+    sentence: str, golds: list[str] | None
+) -> None:
+    made = wikipedia_questions("https://w/x", "X", "", [sentence], "Science", random.Random(0))
+    what = [q.gold_answers for q in made if q.style == "what"]
+    assert what == ([golds] if golds else [])
+
+
+def test_place_questions_skip_an_adjective_that_looks_like_a_place() -> None:
+    sentence = "Ahmedabad is the most populous city in the Indian state of Gujarat."
+    made = wikipedia_questions(
+        "https://w/a", "Ahmedabad", "", [sentence], "Places", random.Random(0)
+    )
+    assert not [q for q in made if q.style in ("where", "which")]
+    sentence = "Tajikistan is a landlocked country in Central Asia."
+    made = wikipedia_questions(
+        "https://w/t", "Tajikistan", "", [sentence], "Places", random.Random(0)
+    )
+    assert [q.gold_answers for q in made if q.style in ("where", "which")] == [["Central Asia"]]
+
+
+def test_a_gold_answer_that_joins_two_also_accepts_the_first() -> None:
+    made = wikipedia_questions(
+        "https://w/s",
+        "Richard Strauss",
+        "German composer and conductor (1864–1949)",
+        [],
+        "People",
+        random.Random(0),
+    )
+    who = next(q for q in made if q.style == "who")
+    assert who.gold_answers == ["German composer and conductor", "German composer"]
 
 
 def test_answer_normalisation_ignores_case_punctuation_and_articles() -> None:
