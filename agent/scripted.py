@@ -166,7 +166,10 @@ async def demonstrate(
     finds = 0
     while quote is None and finds < config.max_find_steps and not session.done:
         if question.url and "docs.python.org" in question.url and question.title:
-            await recorder.step(f"Find in page: {question.title}(")
+            # A method's entry shows its bare name ("fetchmany(size=…)"), a function's its
+            # qualified one ("json.dumps(obj, …)"): the qualified name first, then the bare.
+            name = question.title if finds == 0 else question.title.rsplit(".", 1)[-1]
+            await recorder.step(f"Find in page: {name}(")
         elif session.page.lines and len(session.page.lines) > session.config.window_lines:
             await recorder.step("Scrolled down 1")
         else:

@@ -138,6 +138,49 @@ async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
             assert page.text_index.find(quote.extract) is not None
 
 
+async def test_a_method_documented_far_down_its_page_is_found_by_its_bare_name(
+    tmp_path: Path,
+) -> None:
+    """Docs show a method as `fetchmany(size=…)` inside its class, not by its qualified name;
+    the demonstrator finds it by the bare name once the qualified one is not on the page."""
+    from browser.corpus import PYTHON_DOCS_URL, build_corpus, folder_pages
+    from browser.web import WebOptions
+
+    filler = "".join(f"<p>Paragraph {i} about databases in general.</p>" for i in range(80))
+    (tmp_path / "docs" / "library").mkdir(parents=True)
+    (tmp_path / "docs" / "library" / "sqlite3.html").write_text(
+        "<html><head><title>sqlite3 — DB-API 2.0 interface for SQLite databases</title></head>"
+        f"<body><main><h1>sqlite3 — DB-API 2.0 interface</h1>{filler}"
+        '<dl class="py class"><dt id="sqlite3.Cursor">class sqlite3.Cursor</dt><dd>'
+        "<p>A cursor over a result.</p>"
+        '<dl class="py method"><dt id="sqlite3.Cursor.fetchmany">fetchmany(size=1)</dt>'
+        "<dd><p>Return the next set of rows of a query result, as a list.</p></dd></dl>"
+        "</dd></dl></main></body></html>"
+    )
+    store = tmp_path / "web.sqlite"
+    build_corpus(
+        store, [("python-docs", folder_pages(tmp_path / "docs", PYTHON_DOCS_URL, "python-docs"))]
+    )
+    web = Web(WebOptions(offline_store=store, offline_only=True, js_mode="never"))
+    try:
+        assert web.offline is not None
+        question = next(
+            q
+            for q in generate_questions(web.offline, per_page=5)
+            if q.title == "sqlite3.Cursor.fetchmany"
+        )
+        session = web.session(config=SessionConfig(max_actions=20))
+        demo = await demonstrate(
+            question, session, random.Random(0), ScriptedConfig(detour_share=0)
+        )
+        assert demo is not None
+        commands = [step.command for step in demo.steps]
+        assert "Find in page: fetchmany(" in commands
+        assert demo.quotes[0].extract.startswith("Return the next set of rows")
+    finally:
+        await web.aclose()
+
+
 async def test_replay_reports_an_observation_that_no_longer_matches(learning_web: Web) -> None:
     demo = (await scripted_demos(learning_web))[0]
     stale = demo.steps[0].model_copy(update={"observation": "stale"})
