@@ -12,7 +12,7 @@ limits, every step as (observation, command), the quotes, the answer-phase promp
 answer, optional gold answers, the page that holds them and the split it belongs to.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -132,6 +132,15 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
+def jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of every non-blank line of a JSONL file; DataError if unreadable."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read {path}: {error}") from error
+    return ((number, line) for number, line in enumerate(lines, start=1) if line.strip())
+
+
 def load_demonstrations(
     paths: Iterable[Path], *, splits: Iterable[str | None] | None = None
 ) -> tuple[list[Demonstration], LoadReport]:
@@ -142,13 +151,7 @@ def load_demonstrations(
     report = LoadReport()
     demos: list[Demonstration] = []
     for path in paths:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as error:
-            raise DataError(f"cannot read {path}: {error}") from error
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+        for number, line in jsonl_lines(path):
             try:
                 demo = Demonstration.model_validate_json(line)
             except ValidationError as error:

@@ -22,6 +22,7 @@ from pathlib import Path
 import lxml.html
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.demonstrations import jsonl_lines
 from agent.errors import DataError
 from browser.offline import OfflineWeb
 
@@ -372,13 +373,7 @@ def generate_questions(
 def load_questions(path: Path, split: str | None = None) -> list[Question]:
     """Rows with `question` and `gold_answers` (question files and demonstration files)."""
     questions: list[Question] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"cannot read {path}: {error}") from error
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(path):
         try:
             row = json.loads(line)
             question = Question.model_validate(row)
