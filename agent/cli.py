@@ -1,4 +1,4 @@
-"""`webgpt model prepare | serve | stop` and `webgpt answer`."""
+"""`webgpt model prepare | serve | stop | publish | promote | rollback | list`, `webgpt answer`."""
 
 import argparse
 import asyncio
@@ -9,9 +9,23 @@ from pathlib import Path
 from agent.answer import Agent, AnswerResult, Scorer
 from agent.episode import EpisodeConfig
 from agent.errors import ConfigurationError
-from agent.model import DEFAULT_VERSION, prepare_default_model
+from agent.model import (
+    DEFAULT_VERSION,
+    policy_registry_dir,
+    prepare_default_adapter,
+    prepare_default_model,
+)
 from agent.openai_policy import OpenAIPolicy
-from agent.vllm_server import DEFAULT_PORT, ServerConfig, find_running, start, stop
+from agent.registry import PolicyRegistry, describe
+from agent.vllm_server import (
+    DEFAULT_PORT,
+    LORA_PORT,
+    RunningServer,
+    ServerConfig,
+    find_running,
+    start,
+    stop,
+)
 from browser.session import SessionConfig
 from browser.web import ENGINES, Web, WebOptions
 
@@ -27,6 +41,27 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     serve.set_defaults(run=_serve)
     stopper = model_commands.add_parser("stop", help="stop the server `webgpt answer` started")
     stopper.set_defaults(run=_stop)
+    registry_help = "policy registry folder (default: $WEBGPT_HOME/registry/policy)"
+    publish = model_commands.add_parser(
+        "publish", help="copy a policy checkpoint (LoRA adapter or full weights) into the registry"
+    )
+    publish.add_argument("folder", type=Path)
+    publish.add_argument("--version", required=True)
+    publish.add_argument("--base-model", default=None, help="needed when folder has no manifest")
+    publish.add_argument("--registry", type=Path, default=None, help=registry_help)
+    publish.set_defaults(run=_publish)
+    promote = model_commands.add_parser(
+        "promote", help="point `current` at a version; a service following it swaps it in"
+    )
+    promote.add_argument("version")
+    promote.add_argument("--registry", type=Path, default=None, help=registry_help)
+    promote.set_defaults(run=_promote)
+    rollback = model_commands.add_parser("rollback", help="point `current` back at `previous`")
+    rollback.add_argument("--registry", type=Path, default=None, help=registry_help)
+    rollback.set_defaults(run=_rollback)
+    versions = model_commands.add_parser("list", help="the registry's policy versions")
+    versions.add_argument("--registry", type=Path, default=None, help=registry_help)
+    versions.set_defaults(run=_list)
 
     answer = commands.add_parser("answer", help="answer a question by browsing")
     answer.add_argument("question")
@@ -56,6 +91,35 @@ def _progress(message: str) -> None:
 
 def _prepare(args: argparse.Namespace) -> int:
     print(prepare_default_model(_progress))
+    adapter = prepare_default_adapter(_progress)
+    print(adapter)
+    return 0
+
+
+def _registry(args: argparse.Namespace) -> PolicyRegistry:
+    return PolicyRegistry(args.registry or policy_registry_dir())
+
+
+def _publish(args: argparse.Namespace) -> int:
+    manifest = _registry(args).publish(args.folder, args.version, args.base_model)
+    print(f"published {manifest.version} ({len(manifest.files)} files, base {manifest.base_model})")
+    return 0
+
+
+def _promote(args: argparse.Namespace) -> int:
+    aliases = _registry(args).promote(args.version)
+    print(f"current -> {aliases.current} (previous -> {aliases.previous})")
+    return 0
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    aliases = _registry(args).rollback()
+    print(f"current -> {aliases.current} (previous -> {aliases.previous})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    print(describe(_registry(args)))
     return 0
 
 
@@ -94,6 +158,14 @@ def local_policy_url() -> tuple[str, str]:
         running = start(ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION), _progress)
         _progress(f"vLLM ready at {running.url} (it keeps running; `webgpt model stop` ends it)")
     return running.url, running.model
+
+
+def local_lora_server(base_dir: Path, base: str) -> RunningServer:
+    """A local vLLM server of base that loads LoRA adapters at run time (policy hot reload),
+    started for the service that calls this and stopped with it."""
+    config = ServerConfig(model_dir=base_dir, served_name=base, port=LORA_PORT, runtime_lora=True)
+    _progress(f"starting vLLM for {base} with runtime LoRA loading on {config.url}")
+    return start(config, _progress, record=False)
 
 
 def _answer(args: argparse.Namespace) -> int:

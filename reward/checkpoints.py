@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.errors import CheckpointError
+from reward.errors import CheckpointError, CorruptCheckpoint, IncompatibleCheckpoint
 
 MANIFEST = "manifest.json"
 Kind = Literal["policy", "reward"]
@@ -91,21 +91,43 @@ def load_manifest(folder: Path, verify: bool = False) -> Manifest:
         for name, digest in manifest.files.items():
             file = folder / name
             if not file.is_file() or sha256_of(file) != digest:
-                raise CheckpointError(f"{folder}: {name} does not match its manifest")
+                raise CorruptCheckpoint(f"{folder}: {name} does not match its manifest")
+    return manifest
+
+
+def load_usable_manifest(folder: Path, kind: Kind, verify: bool = False) -> Manifest:
+    """The manifest of a checkpoint of this kind that this build can use, or CheckpointError."""
+    manifest = load_manifest(folder, verify=verify)
+    if manifest.kind != kind:
+        raise CheckpointError(f"{folder} is a {manifest.kind} checkpoint, not a {kind} model")
+    if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
+        raise IncompatibleCheckpoint(
+            f"{folder} was trained on observation format "
+            f"{manifest.observation_format_version}; this build speaks {OBSERVATION_FORMAT_VERSION}"
+        )
     return manifest
 
 
 def load_reward_manifest(folder: Path, verify: bool = False) -> Manifest:
     """The manifest of a reward checkpoint this build can score with, or CheckpointError."""
-    manifest = load_manifest(folder, verify=verify)
-    if manifest.kind != "reward":
-        raise CheckpointError(f"{folder} is a {manifest.kind} checkpoint, not a reward model")
-    if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
-        raise CheckpointError(
-            f"{folder} was trained on observation format "
-            f"{manifest.observation_format_version}; this build speaks {OBSERVATION_FORMAT_VERSION}"
-        )
-    return manifest
+    return load_usable_manifest(folder, "reward", verify=verify)
+
+
+def point_alias(alias: Path, version: str) -> None:
+    """Re-point alias (a symlink beside the versions, e.g. registry/policy/current) at the
+    sibling folder `version`, atomically: a reader sees the old target or the new, never none.
+    The link is relative, so a registry volume mounted elsewhere still resolves."""
+    if not (alias.parent / version).is_dir():
+        raise CheckpointError(f"no version {version!r} in {alias.parent}")
+    staging = alias.with_name(f".{alias.name}.{os.getpid()}.tmp")
+    staging.unlink(missing_ok=True)
+    staging.symlink_to(version)
+    os.replace(staging, alias)
+
+
+def alias_target(alias: Path) -> str | None:
+    """The version an alias names, or None where there is no alias."""
+    return os.readlink(alias) if alias.is_symlink() else None
 
 
 def discard(staging: Path) -> None:

@@ -26,13 +26,26 @@ class Metrics:
         )
         self.reward_reloads = Counter(
             "webgpt_reward_reloads",
-            "reward checkpoints swapped in (loaded) or refused (failed)",
+            "reward versions swapped in (loaded) or refused (corrupt, incompatible, failed)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.policy_reloads = Counter(
+            "webgpt_policy_reloads",
+            "policy versions swapped in (loaded) or refused (corrupt, incompatible, "
+            "canary_failed, failed)",
             ["outcome"],
             registry=self.registry,
         )
         self.tokens = Counter(
             "webgpt_policy_tokens", "policy tokens", ["kind"], registry=self.registry
         )
+
+    def count_policy_reload(self, outcome: str) -> None:
+        self.policy_reloads.labels(outcome).inc()
+
+    def count_reward_reload(self, outcome: str) -> None:
+        self.reward_reloads.labels(outcome).inc()
 
     def observe_answer(self, result: AnswerResult) -> None:
         self.episodes.inc(len(result.candidates))

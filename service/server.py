@@ -9,8 +9,10 @@ from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
 from browser.offline import webgpt_home
 from browser.web import Web, WebOptions
+from reward.checkpoints import load_manifest
 from service.app import create_app
 from service.metrics import Metrics
+from service.policies import LoRAServer, PolicyVersions
 from service.scoring import build_scorer
 from service.serving import AnswerService
 from service.settings import ServiceSettings
@@ -35,17 +37,39 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     scorer = build_scorer(settings)
     if (settings.policy_url is None) != (settings.policy_model is None):
         raise ConfigurationError("set the policy URL and model together")
+    key = settings.policy_key.get_secret_value() if settings.policy_key else None
+    web = Web(WebOptions.from_env(engine=settings.engine))
+    store = FeedbackStore(settings.feedback_db or webgpt_home() / "feedback.sqlite")
+    if settings.policy_checkpoint is not None:
+        versions = policy_versions(settings, web, key)
+        return AnswerService(settings, web, None, scorer, Metrics(), store, versions)
     if settings.policy_url is not None and settings.policy_model is not None:
         url, model = settings.policy_url, settings.policy_model
     else:
         from agent.cli import local_policy_url
 
         url, model = local_policy_url()
-    key = settings.policy_key.get_secret_value() if settings.policy_key else None
-    web = Web(WebOptions.from_env(engine=settings.engine))
-    store = FeedbackStore(settings.feedback_db or webgpt_home() / "feedback.sqlite")
     policy = OpenAIPolicy(url, model, api_key=key)
     return AnswerService(settings, web, policy, scorer, Metrics(), store)
+
+
+def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> PolicyVersions:
+    """Where the versions of settings.policy_checkpoint are loaded: the vLLM server at
+    policy_url (serving their base as policy_model), or a local one the service starts."""
+    alias = settings.policy_checkpoint
+    assert alias is not None
+    if not alias.exists():
+        raise ConfigurationError(
+            f"{alias} names no version: `webgpt model publish` one and `webgpt model promote` it"
+        )
+    if settings.policy_url is not None and settings.policy_model is not None:
+        server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
+        return PolicyVersions(server, web, settings.policy_canaries)
+    from agent.cli import local_lora_server
+
+    base = load_manifest(alias.resolve()).base_model
+    running = local_lora_server(alias.resolve().parent / base, base)
+    return PolicyVersions(LoRAServer(running.url, base), web, settings.policy_canaries, running)
 
 
 def serve(settings: ServiceSettings) -> None:

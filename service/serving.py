@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from agent.answer import Agent, AnswerResult, Scorer
 from agent.episode import EpisodeConfig
-from agent.errors import AgentError
+from agent.errors import AgentError, PolicyUnavailable
 from agent.openai_policy import OpenAIPolicy
 from agent.trace import TraceEvent
 from browser.session import SessionConfig
@@ -21,6 +21,7 @@ from browser.web import Web
 from reward.errors import RewardServerError
 from service.errors import InvalidRequest, Overloaded, ServiceError, status_of
 from service.metrics import Metrics
+from service.policies import PolicyVersions
 from service.protocol import (
     AnswerRequest,
     AnswerResponse,
@@ -31,9 +32,10 @@ from service.protocol import (
     FinalEvent,
     StreamErrorEvent,
 )
-from service.scoring import ScorerSlot, follow_reward_checkpoint, probe, scorer_for
+from service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
+from service.versions import Slot, follow_alias
 
 
 class Admission:
@@ -64,41 +66,71 @@ class Admission:
 
 @dataclass
 class AnswerService:
+    """Answers with the current policy and scorer versions (each swapped in while serving:
+    service.versions); an answer keeps the versions it started with to its end."""
+
     settings: ServiceSettings
     web: Web
-    policy: OpenAIPolicy
-    scorer: InitVar[Scorer | None]  # the current one is self.scorers.current (hot reload)
+    policy: InitVar[OpenAIPolicy | None]  # None: the first version comes from policy_versions
+    scorer: InitVar[Scorer | None]
     metrics: Metrics
     store: FeedbackStore
+    policy_versions: PolicyVersions | None = None  # set: follow settings.policy_checkpoint
 
-    def __post_init__(self, scorer: Scorer | None) -> None:
+    def __post_init__(self, policy: OpenAIPolicy | None, scorer: Scorer | None) -> None:
         self.admission = Admission(
             self.settings.max_concurrent_requests, self.settings.max_waiting_requests
         )
-        self.scorers = ScorerSlot(scorer)
+        retire = self.policy_versions.retire if self.policy_versions else _close_policy
+        self.policies: Slot[OpenAIPolicy] = Slot(policy, retire)
+        self.scorers = scorer_slot(scorer)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """While the app runs: follow the reward checkpoint; afterwards, close everything."""
-        follower = None
-        folder, interval = self.settings.reward_model, self.settings.reward_reload_s
-        if folder is not None and interval > 0:
-            follower = asyncio.create_task(
-                follow_reward_checkpoint(
+        """While the app runs: serve and follow the policy and reward aliases; then close."""
+        settings, followers = self.settings, []
+        alias = settings.policy_checkpoint
+        if self.policy_versions is not None and alias is not None:
+            if self.policies.current is None:  # the version the alias names, checked first
+                await self.policies.replace(await self.policy_versions.bring_up(alias.resolve()))
+            if settings.policy_reload_s > 0:
+                followers.append(
+                    follow_alias(
+                        self.policies,
+                        alias,
+                        self.policy_versions.bring_up,
+                        settings.policy_reload_s,
+                        self.metrics.count_policy_reload,
+                        "policy",
+                    )
+                )
+        if settings.reward_model is not None and settings.reward_reload_s > 0:
+            followers.append(
+                follow_alias(
                     self.scorers,
-                    folder,
-                    lambda target: scorer_for(self.settings, target),
-                    interval,
-                    on_reload=lambda outcome: self.metrics.reward_reloads.labels(outcome).inc(),
+                    settings.reward_model,
+                    lambda target: bring_up_scorer(lambda t: scorer_for(settings, t), target),
+                    settings.reward_reload_s,
+                    self.metrics.count_reward_reload,
+                    "reward",
                 )
             )
+        tasks = [asyncio.create_task(follower) for follower in followers]
         try:
             yield
         finally:
-            if follower is not None:
-                follower.cancel()
-                await asyncio.gather(follower, return_exceptions=True)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self.aclose()
+
+    @contextlib.asynccontextmanager
+    async def _versions(self) -> AsyncIterator[tuple[OpenAIPolicy, Scorer | None]]:
+        """The policy and scorer one answer uses from its start to its end."""
+        async with self.policies.use() as policy, self.scorers.use() as scorer:
+            if policy is None:
+                raise PolicyUnavailable("no policy version is loaded yet")
+            yield policy, scorer
 
     def check(self, request: AnswerRequest) -> None:
         """Limits of this deployment, beyond the schema's."""
@@ -114,10 +146,10 @@ class AnswerService:
                 f"engine {request.engine!r} is not enabled; this service uses {limits.engine!r}"
             )
 
-    def _agent(self, request: AnswerRequest, scorer: Scorer | None) -> Agent:
+    def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:
         return Agent(
             self.web,
-            self.policy,
+            policy,
             scorer,
             episode=EpisodeConfig(temperature=request.temperature),
             session=SessionConfig(max_actions=request.max_actions),
@@ -130,8 +162,8 @@ class AnswerService:
         async def keep(event: TraceEvent) -> None:
             trace.append(event)
 
-        async with self.admission.slot(), self.scorers.use() as scorer:
-            result = await self._agent(request, scorer).answer(
+        async with self.admission.slot(), self._versions() as (policy, scorer):
+            result = await self._agent(request, policy, scorer).answer(
                 request.question, request.n, emit=keep if request.include_trace else None
             )
         self.metrics.observe_answer(result)
@@ -156,8 +188,8 @@ class AnswerService:
             await queue.put(event)
 
         async def run() -> AnswerResult:
-            async with self.admission.slot(), self.scorers.use() as scorer:
-                agent = self._agent(request, scorer)
+            async with self.admission.slot(), self._versions() as (policy, scorer):
+                agent = self._agent(request, policy, scorer)
                 return await agent.answer(request.question, request.n, emit=put)
 
         task = asyncio.create_task(run())
@@ -185,8 +217,11 @@ class AnswerService:
     async def ready(self) -> dict[str, str]:
         """What is not ready, by part ({} when all is)."""
         problems = {}
-        if not await self.policy.ready():
-            problems["policy"] = f"{self.policy.base_url} does not serve {self.policy.model}"
+        policy = self.policies.current
+        if policy is None:
+            problems["policy"] = "no policy version is loaded yet"
+        elif not await policy.ready():
+            problems["policy"] = f"{policy.base_url} does not serve {policy.model}"
         async with self.scorers.use() as scorer:
             if scorer is not None:
                 try:
@@ -248,12 +283,14 @@ class AnswerService:
                 "id": chat_id,
                 "object": "chat.completion.chunk",
                 "created": created,
-                "model": self.policy.name,
+                "model": model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
                 **extra,
             }
             return f"data: {json.dumps(body)}\n\n"
 
+        # The version the answer will start on; the final chunk names the one it used.
+        model = self.policies.current.name if self.policies.current else ""
         yield chunk({"role": "assistant", "content": ""})
         streamed = False
         async for line in events:
@@ -265,6 +302,7 @@ class AnswerService:
                 yield chunk({"content": event["text"]})
             elif event["type"] == "final":
                 result = event["result"]
+                model = str(result["versions"]["policy"])
                 if not streamed:
                     yield chunk({"content": result["answer"] or ""})
                 yield chunk({}, "stop", references=result["references"])
@@ -292,10 +330,18 @@ class AnswerService:
         return FeedbackReceipt(id=row, kind=feedback.kind)
 
     async def aclose(self) -> None:
-        await self.policy.aclose()
+        if self.policies.current is not None:
+            # Only the client: a loaded adapter stays, for this service's next start.
+            await self.policies.current.aclose()
+        if self.policy_versions is not None:
+            await self.policy_versions.aclose()
         await self.scorers.aclose()
         await self.web.aclose()
         self.store.close()
+
+
+async def _close_policy(policy: OpenAIPolicy) -> None:
+    await policy.aclose()
 
 
 def _sse(event: BaseModel) -> str:

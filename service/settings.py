@@ -16,6 +16,14 @@ class ServiceSettings(BaseSettings):
     policy_url: str | None = None  # None: the local vLLM server of the embedded default
     policy_model: str | None = None
     policy_key: SecretStr | None = None
+    # A policy registry alias (registry/policy/current, agent.registry) whose version, a LoRA
+    # adapter, the service serves and follows (service.policies): loaded at run time into the
+    # vLLM server at policy_url, whose policy_model is then the adapters' base; without
+    # policy_url, into a local vLLM server of that base that the service starts.
+    policy_checkpoint: Path | None = None
+    policy_reload_s: float = Field(10.0, ge=0)  # how often to re-resolve it; 0: never
+    # Questions a new version must answer (cited, no refused command) before it serves.
+    policy_canaries: list[str] = ["Who wrote the novel Pride and Prejudice?"]
     reward_model: Path | None = None  # None: n must be 1
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and
     # reward_model names its checkpoint folder, of which only the manifest is read.

@@ -108,6 +108,9 @@ class FeedbackStore:
                 "a": sides[0],
                 "b": sides[1],
                 "preference": preference,
+                # The models that made the compared answers, so a comparison can be traced.
+                "answer_id": result["id"],
+                "versions": result["versions"],
             }
 
     def export_demonstrations(self) -> Iterator[tuple[int, str, dict[str, Any]]]:

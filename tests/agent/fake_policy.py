@@ -25,6 +25,10 @@ class Script:
     default_command: str = "End: Nonsense"
     oracle_quote: str | None = None  # with no commands left, browse by reading the page
     delay_s: float = 0.0  # every request waits this long (a slow policy)
+    # vLLM's runtime LoRA API: adapters loaded by name (served beside `model`), and the
+    # names whose completions are garbage (a version that fails its canaries).
+    adapters: dict[str, str] = field(default_factory=dict)  # name -> path
+    garbage_models: set[str] = field(default_factory=set)
 
     def next_command(self, prompt: str) -> str:
         if self.commands:
@@ -95,7 +99,12 @@ def fake_policy_app(script: Script) -> Starlette:
             script.next_answer() if is_answer else script.next_command(prompt)
             for _ in range(body.get("n", 1))
         ]
-        if fault == "garbage":
+        model = body.get("model")
+        if model != script.model and model not in script.adapters:
+            return JSONResponse(
+                {"error": {"message": f"The model `{model}` does not exist.", "code": 404}}, 404
+            )
+        if fault == "garbage" or model in script.garbage_models:
             texts = ["I would like to look around please"] * len(texts)
         if not body.get("stream"):
             return JSONResponse(
@@ -144,11 +153,29 @@ def fake_policy_app(script: Script) -> Starlette:
         return StreamingResponse(events(), media_type="text/event-stream")
 
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": script.model, "object": "model"}]})
+        names = [script.model, *script.adapters]
+        return JSONResponse(
+            {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
+        )
+
+    async def load_lora_adapter(request: Request) -> Response:
+        body = await request.json()
+        if body["lora_name"] in script.adapters:
+            return JSONResponse({"error": {"message": "already loaded", "code": 400}}, 400)
+        script.adapters[body["lora_name"]] = body["lora_path"]
+        return Response(f"Success: LoRA adapter '{body['lora_name']}' added successfully.")
+
+    async def unload_lora_adapter(request: Request) -> Response:
+        body = await request.json()
+        if script.adapters.pop(body["lora_name"], None) is None:
+            return JSONResponse({"error": {"message": "not loaded", "code": 404}}, 404)
+        return Response(f"Success: LoRA adapter '{body['lora_name']}' removed successfully.")
 
     return Starlette(
         routes=[
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/models", models),
+            Route("/v1/load_lora_adapter", load_lora_adapter, methods=["POST"]),
+            Route("/v1/unload_lora_adapter", unload_lora_adapter, methods=["POST"]),
         ]
     )

@@ -19,7 +19,7 @@ import pytest
 from agent.answer import ScoredAnswer
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from reward.checkpoints import MANIFEST, load_manifest, publish
-from service.scoring import ScorerSlot
+from service.scoring import scorer_slot
 from tests.agent.fake_policy import Script
 from tests.reward.tiny import answer
 
@@ -116,7 +116,7 @@ class _Recording:
 async def test_a_replaced_scorer_is_closed_after_its_last_user() -> None:
     closed: list[str] = []
     old, new = _Recording("old", closed), _Recording("new", closed)
-    slot = ScorerSlot(old)
+    slot = scorer_slot(old)
     started, release = asyncio.Event(), asyncio.Event()
 
     async def answer_in_flight() -> str:

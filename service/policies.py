@@ -1,0 +1,158 @@
+"""The service's policy versions: LoRA adapters loaded into vLLM at run time, canaries.
+
+With `WEBGPT_POLICY_CHECKPOINT` (an alias such as registry/policy/current, agent.registry),
+the service serves the version the alias names and follows it (service.versions). Each
+version is a LoRA adapter on the base model the vLLM server serves; it is loaded under its
+own name with vLLM's runtime LoRA API (`POST /v1/load_lora_adapter`, which needs
+`VLLM_ALLOW_RUNTIME_LORA_UPDATING=True` and `--enable-lora`), so two versions are served
+side by side during a swap and an episode's requests all name the version it started with.
+A version is never reloaded under an old name: vLLM keys its prefix cache by adapter, so
+a fresh name cannot hit a stale block, and unloading the old adapter once its last episode
+has finished frees its blocks (docs/deploy.md).
+
+Before a version serves, its files must match its manifest, its observation format must be
+this build's, its base must be the served base, and canary episodes must pass: every
+guided command is accepted by the browser and the answer cites the quotes it collected.
+"""
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from agent.episode import EpisodeConfig, run_episode
+from agent.errors import ConfigurationError
+from agent.openai_policy import OpenAIPolicy
+from agent.registry import is_adapter
+from agent.vllm_server import RunningServer, stop
+from browser.session import SessionConfig
+from browser.web import Web
+from reward.checkpoints import Manifest, load_usable_manifest
+from reward.errors import IncompatibleCheckpoint
+from service.versions import CanaryFailed
+
+CANARY_MAX_ACTIONS = 10
+CANARY_TIMEOUT_S = 300.0
+
+
+@dataclass
+class LoRAServer:
+    """A vLLM server (base_url ends in /v1) that serves `base` and loads adapters at run time."""
+
+    base_url: str
+    base: str  # the served base model's version; every adapter must be trained on it
+    api_key: str | None = None
+    timeout_s: float = 120.0
+
+    async def load(self, manifest: Manifest, folder: Path) -> None:
+        if not is_adapter(folder):
+            raise IncompatibleCheckpoint(
+                f"{manifest.version} is full weights; only LoRA adapters are swapped in at run "
+                "time (docs/deploy.md: full weights roll out as a new vLLM Deployment)"
+            )
+        if manifest.base_model != self.base:
+            raise IncompatibleCheckpoint(
+                f"{manifest.version} is an adapter on {manifest.base_model}; the policy server "
+                f"serves {self.base}"
+            )
+        if await self.serves(manifest.version):
+            return  # loaded by this service before it restarted: same name, same files
+        await self._post(
+            "load_lora_adapter", {"lora_name": manifest.version, "lora_path": str(folder)}
+        )
+
+    async def serves(self, version: str) -> bool:
+        async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
+            try:
+                response = await client.get(
+                    f"{self.base_url.rstrip('/')}/models", headers=self._headers()
+                )
+                names = {model.get("id") for model in response.json().get("data", [])}
+            except (httpx.HTTPError, ValueError, AttributeError):
+                return False
+        return version in names
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    async def unload(self, version: str) -> None:
+        await self._post("unload_lora_adapter", {"lora_name": version})
+
+    async def _post(self, route: str, body: dict[str, str]) -> None:
+        async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
+            try:
+                response = await client.post(
+                    f"{self.base_url.rstrip('/')}/{route}", json=body, headers=self._headers()
+                )
+            except httpx.HTTPError as error:
+                raise ConfigurationError(f"{route} at {self.base_url} failed: {error!r}") from error
+        if response.status_code == 404:
+            raise ConfigurationError(
+                f"{self.base_url} has no /{route}: start vLLM with --enable-lora and "
+                "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"
+            )
+        if response.status_code != 200:
+            raise ConfigurationError(
+                f"{route} {body.get('lora_name')} at {self.base_url}: HTTP "
+                f"{response.status_code} {response.text[:300]}"
+            )
+
+
+async def run_canaries(policy: OpenAIPolicy, web: Web, questions: list[str]) -> None:
+    """Raise CanaryFailed unless every canary episode is clean and ends in a cited answer."""
+    for question in questions:
+        cache = web.new_cache()
+        session = web.session(cache, SessionConfig(max_actions=CANARY_MAX_ACTIONS))
+        try:
+            async with asyncio.timeout(CANARY_TIMEOUT_S):
+                result = await run_episode(
+                    0, session, policy, question, EpisodeConfig(temperature=0.0)
+                )
+        except Exception as error:  # the version cannot run an episode at all
+            raise CanaryFailed(f"{policy.name}: canary {question!r} failed: {error!r}") from error
+        finally:
+            await cache.aclose()
+        problems = []
+        if result.invalid_actions:
+            problems.append(f"{result.invalid_actions} commands the browser refused")
+        if result.answer is None:
+            problems.append(f"no answer (ended by {result.end_reason})")
+        elif not result.references or "[1]" not in result.answer or result.dangling_citations:
+            problems.append(f"the answer does not cite its quotes: {result.answer[:200]!r}")
+        if problems:
+            raise CanaryFailed(f"{policy.name}: canary {question!r}: {'; '.join(problems)}")
+
+
+@dataclass
+class PolicyVersions:
+    """Brings policy versions up on a LoRAServer and takes them down when they drain."""
+
+    server: LoRAServer
+    web: Web
+    canaries: list[str]
+    process: RunningServer | None = None  # the local vLLM server, when the service started it
+
+    def client(self, version: str) -> OpenAIPolicy:
+        return OpenAIPolicy(self.server.base_url, version, api_key=self.server.api_key)
+
+    async def bring_up(self, folder: Path) -> OpenAIPolicy:
+        """Check the version in folder, load it beside the served one, run its canaries."""
+        manifest = await asyncio.to_thread(load_usable_manifest, folder, "policy", True)
+        await self.server.load(manifest, folder)
+        policy = self.client(manifest.version)
+        try:
+            await run_canaries(policy, self.web, self.canaries)
+        except BaseException:
+            await self.retire(policy)
+            raise
+        return policy
+
+    async def retire(self, policy: OpenAIPolicy) -> None:
+        """Unload a version no episode uses any more."""
+        await policy.aclose()
+        await self.server.unload(policy.name)
+
+    async def aclose(self) -> None:
+        if self.process is not None:
+            await asyncio.to_thread(stop, self.process)

@@ -1,0 +1,170 @@
+"""Policy hot reload (service.policies, service.versions) against a scripted vLLM that
+speaks the runtime LoRA API (tests/agent/fake_policy.py): the real app on loopback, the real
+registry and its alias, concurrent clients. tests/service/test_policy_reload_vllm.py runs
+the same swap against the real vLLM CPU server.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from agent.registry import PolicyRegistry
+from browser.web import Web, WebOptions
+from reward.checkpoints import point_alias
+from service.app import create_app
+from service.metrics import Metrics
+from service.server import policy_versions
+from service.serving import AnswerService
+from service.settings import ServiceSettings
+from service.store import FeedbackStore
+from tests.agent.fake_policy import Script
+from tests.agent.test_registry import make_adapter
+from tests.servers import serve
+
+QUESTION = {"question": "crow corvus", "max_actions": 10}
+
+
+Outcome = tuple[float, float, int, str]  # started, ended, HTTP status, policy version
+
+
+@contextmanager
+def policy_service(
+    offline_store: Path, policy_url: str, alias: Path, tmp_path: Path, base_model: str = "scripted"
+) -> Iterator[str]:
+    settings = ServiceSettings(
+        policy_url=policy_url,
+        policy_model=base_model,  # the base the adapters are loaded on
+        policy_checkpoint=alias,
+        policy_reload_s=0.05,
+        policy_canaries=["crow corvus"],
+        max_concurrent_requests=32,
+    )
+    web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    versions = policy_versions(settings, web, None)
+    store = FeedbackStore(tmp_path / "feedback.sqlite")
+    service = AnswerService(settings, web, None, None, Metrics(), store, versions)
+    with serve(create_app(service)) as base:
+        yield base
+
+
+def registry_of(tmp_path: Path, *versions: str) -> PolicyRegistry:
+    registry = PolicyRegistry(tmp_path / "policy")
+    for version in versions:
+        registry.publish(make_adapter(tmp_path / "out" / version), version, base_model="scripted")
+    return registry
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def served(base: str) -> str:
+    response = httpx.post(f"{base}/answer", json=QUESTION, timeout=60)
+    assert response.status_code == 200, response.text
+    return str(response.json()["versions"]["policy"])
+
+
+def reloads(base: str) -> dict[str, float]:
+    counts = {}
+    for line in httpx.get(f"{base}/metrics").text.splitlines():
+        if line.startswith("webgpt_policy_reloads_total{"):
+            outcome = line.split('outcome="', 1)[1].split('"', 1)[0]
+            counts[outcome] = float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+async def steady_load(base: str, clients: int, stop: asyncio.Event, done: list[Outcome]) -> None:
+    """`clients` loops of requests until stop; each request's outcome goes into done."""
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            response = await http.post(f"{base}/answer", json=QUESTION)
+            version = response.json()["versions"]["policy"] if response.status_code == 200 else ""
+            done.append((started, time.monotonic(), response.status_code, version))
+
+    async with httpx.AsyncClient(timeout=300) as http:
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+
+
+def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
+    offline_store: Path, policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    registry = registry_of(tmp_path, "v1", "v2")
+    registry.promote("v1")
+    script.answers = ["Crows are corvids [1]."] * 10_000
+    script.delay_s = 0.02  # each policy call takes a while, so swaps meet answers in flight
+
+    async def scenario(base: str) -> tuple[list[Outcome], float]:
+        stop, done = asyncio.Event(), []
+        load = asyncio.create_task(steady_load(base, 6, stop, done))
+        await asyncio.sleep(1.0)
+        promoted = time.monotonic()
+        registry.promote("v2")
+        while "v2" not in script.adapters or "v1" in script.adapters:  # swapped and drained
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        stop.set()
+        await load
+        return done, promoted
+
+    with policy_service(offline_store, policy_url, registry.current, tmp_path) as base:
+        assert set(script.adapters) == {"v1"}  # the first version is loaded at start-up
+        done, promoted = asyncio.run(scenario(base))
+        counts = reloads(base)
+        loaded = set(script.adapters)
+
+    assert len(done) > 30 and {status for _, _, status, _ in done} == {200}
+    assert all(version == "v1" for started, _, _, version in done if started < promoted)
+    first_new = min(ended for _, ended, _, version in done if version == "v2")
+    assert all(version == "v2" for started, _, _, version in done if started > first_new)
+    assert loaded == {"v2"}  # v1 was unloaded once its last answer finished
+    assert counts == {"loaded": 1.0}
+
+
+def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
+    offline_store: Path, policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    registry = registry_of(tmp_path, "v1", "corrupt", "other-format", "babbles", "v2")
+    registry.promote("v1")
+    (registry.root / "corrupt" / "adapter_model.safetensors").write_bytes(b"flipped")
+    manifest = registry.root / "other-format" / "manifest.json"
+    manifest.write_text(
+        manifest.read_text().replace(
+            '"observation_format_version": 1', '"observation_format_version": 99'
+        )
+    )
+    script.garbage_models = {"babbles"}  # loads, then fails its canary episode
+    script.answers = ["Crows are corvids [1]."] * 1000
+
+    with policy_service(offline_store, policy_url, registry.current, tmp_path) as base:
+        for refused, outcome in [
+            ("corrupt", "corrupt"),
+            ("other-format", "incompatible"),
+            ("babbles", "canary_failed"),
+        ]:
+            point_alias(registry.current, refused)  # as an operator could, past `promote`
+            wait_until(lambda outcome=outcome: reloads(base).get(outcome) == 1.0)  # type: ignore[misc]
+            assert served(base) == "v1"
+            assert httpx.get(f"{base}/readyz").status_code == 200
+        assert set(script.adapters) == {"v1"}  # the refused canary version was unloaded
+
+        point_alias(registry.current, "v1")
+        registry.promote("v2")
+        wait_until(lambda: served(base) == "v2")
+        registry.rollback()
+        wait_until(lambda: served(base) == "v1")
+        wait_until(lambda: set(script.adapters) == {"v1"})
+        assert reloads(base) == {
+            "corrupt": 1.0,
+            "incompatible": 1.0,
+            "canary_failed": 1.0,
+            "loaded": 2.0,
+        }

@@ -1,0 +1,66 @@
+"""Policy hot reload against the real vLLM CPU server: runtime LoRA loading, under load.
+
+Slow: starts vLLM (the embedded base, `--enable-lora`) and runs real episodes. Both
+versions are the shipped behavior-cloned adapter published under two names, so the test
+is about the swap, not about which answers better.
+"""
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.model import BASE_VERSION, SHIPPED_ADAPTER, prepare_base_model
+from agent.registry import PolicyRegistry
+from agent.vllm_server import RunningServer, ServerConfig, start, stop
+from tests.servers import free_port
+from tests.service.test_policy_reload import Outcome, policy_service, steady_load
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lora_vllm() -> Iterator[RunningServer]:
+    base = prepare_base_model(print)
+    config = ServerConfig(
+        model_dir=base, served_name=BASE_VERSION, port=free_port(), runtime_lora=True
+    )
+    running = start(config, print, timeout_s=1200, record=False)
+    yield running
+    stop(running)
+
+
+def test_the_real_server_swaps_versions_under_load(
+    offline_store: Path, lora_vllm: RunningServer, tmp_path: Path
+) -> None:
+    registry = PolicyRegistry(tmp_path / "policy")
+    registry.publish(SHIPPED_ADAPTER, "bc-a")
+    registry.publish(SHIPPED_ADAPTER, "bc-b")
+    registry.promote("bc-a")
+
+    async def scenario(base: str) -> tuple[list[Outcome], float]:
+        stop_load, done = asyncio.Event(), []
+        load = asyncio.create_task(steady_load(base, 2, stop_load, done))
+        await asyncio.sleep(15)
+        promoted = time.monotonic()
+        registry.promote("bc-b")
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not any(v == "bc-b" for *_, v in done):
+            await asyncio.sleep(1)
+        await asyncio.sleep(15)
+        stop_load.set()
+        await load
+        return done, promoted
+
+    with policy_service(
+        offline_store, lora_vllm.url, registry.current, tmp_path, base_model=BASE_VERSION
+    ) as base:
+        done, promoted = asyncio.run(scenario(base))
+
+    assert {status for _, _, status, _ in done} == {200}, done
+    assert all(version == "bc-a" for started, _, _, version in done if started < promoted)
+    first_new = min(ended for _, ended, _, version in done if version == "bc-b")
+    assert all(version == "bc-b" for started, _, _, version in done if started > first_new)
+    assert sum(version == "bc-b" for *_, version in done) >= 2
