@@ -91,19 +91,18 @@ class AnswerService:
         settings, followers = self.settings, []
         alias = settings.policy_checkpoint
         if self.policy_versions is not None and alias is not None:
-            if self.policies.current is None:  # the version the alias names, checked first
-                await self.policies.replace(await self.policy_versions.bring_up(alias.resolve()))
-            if settings.policy_reload_s > 0:
-                followers.append(
-                    follow_alias(
-                        self.policies,
-                        alias,
-                        self.policy_versions.bring_up,
-                        settings.policy_reload_s,
-                        self.metrics.count_policy_reload,
-                        "policy",
-                    )
+            # The first version too is brought up (loaded, canaries) in the background: the
+            # service is live at once and ready (/readyz) when a version serves.
+            followers.append(
+                follow_alias(
+                    self.policies,
+                    alias,
+                    self.policy_versions.bring_up,
+                    settings.policy_reload_s,
+                    self.metrics.count_policy_reload,
+                    "policy",
                 )
+            )
         if settings.reward_model is not None and settings.reward_reload_s > 0:
             followers.append(
                 follow_alias(

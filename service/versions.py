@@ -95,32 +95,45 @@ async def follow_alias(
     on_reload: Callable[[str], None],
     kind: str,
 ) -> None:
-    """Poll forever; swap in the version the alias names when it is not the one served.
+    """Swap in the version the alias names whenever it is not the one served: at once (an
+    empty slot gets its first version this way), then every interval_s; with interval_s 0,
+    return once a version is served.
 
     bring_up(folder) loads and checks a version, cleaning up after itself if it raises.
     """
     failed: dict[Path, float] = {}  # target -> when it last failed
     loop = asyncio.get_running_loop()
     while True:
-        await asyncio.sleep(interval_s)
         target = alias.resolve()
-        if loop.time() - failed.get(target, -math.inf) < RETRY_FAILED_S:
-            continue
-        try:
-            # Compare versions, not paths: the version in use knows its own name.
-            if slot.current is not None and load_manifest(target).version == slot.current.name:
-                continue
-            version = await bring_up(target)
-        except Exception as error:  # any failure: keep serving the version loaded
-            outcome = reload_outcome(error)
-            log_event(f"{kind}_reload_refused", target, f"{outcome}: {error}")
-            failed[target] = loop.time()
-            on_reload(outcome)
-            continue
-        await slot.replace(version)
-        failed.pop(target, None)
-        log_event(f"{kind}_reloaded", target, version.name)
-        on_reload("loaded")
+        if loop.time() - failed.get(target, -math.inf) >= RETRY_FAILED_S:
+            try:
+                await _swap(slot, target, bring_up, on_reload, kind)
+                failed.pop(target, None)
+            except Exception as error:  # any failure: keep serving the version loaded
+                outcome = reload_outcome(error)
+                log_event(f"{kind}_reload_refused", target, f"{outcome}: {error}")
+                failed[target] = loop.time()
+                on_reload(outcome)
+        if interval_s <= 0 and slot.current is not None:
+            return
+        await asyncio.sleep(interval_s if interval_s > 0 else 1.0)
+
+
+async def _swap(
+    slot: Slot[T],
+    target: Path,
+    bring_up: Callable[[Path], Awaitable[T]],
+    on_reload: Callable[[str], None],
+    kind: str,
+) -> None:
+    # Compare versions, not paths: the version in use knows its own name.
+    if slot.current is not None and load_manifest(target).version == slot.current.name:
+        return
+    version = await bring_up(target)
+    first = slot.current is None
+    await slot.replace(version)
+    log_event(f"{kind}_loaded" if first else f"{kind}_reloaded", target, version.name)
+    on_reload("loaded")
 
 
 def log_event(event: str, target: Path, detail: str) -> None:

@@ -42,7 +42,7 @@ def test_the_real_server_swaps_versions_under_load(
 
     async def scenario(base: str) -> tuple[list[Outcome], float]:
         stop_load, done = asyncio.Event(), []
-        load = asyncio.create_task(steady_load(base, 2, stop_load, done))
+        load = asyncio.create_task(steady_load(base, 2, stop_load, done))  # 2 answers at a time
         await asyncio.sleep(15)
         promoted = time.monotonic()
         registry.promote("bc-b")
