@@ -60,8 +60,9 @@ async def load(base: str, clients: int, stop: asyncio.Event, done: list[Outcome]
 
 
 def reloaded(base: str) -> bool:
+    """True once the promoted version serves (the first load at start-up counts too)."""
     text = httpx.get(f"{base}/metrics").text
-    return 'webgpt_policy_reloads_total{outcome="loaded"} 1.0' in text
+    return 'webgpt_policy_reloads_total{outcome="loaded"} 2.0' in text
 
 
 async def run(base: str, registry: PolicyRegistry, clients: int, phase_s: float) -> None:

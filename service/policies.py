@@ -30,7 +30,7 @@ from browser.session import SessionConfig
 from browser.web import Web
 from reward.checkpoints import Manifest, load_usable_manifest
 from reward.errors import IncompatibleCheckpoint
-from service.versions import CanaryFailed
+from service.versions import CanaryFailed, log_event
 
 CANARY_MAX_ACTIONS = 10
 CANARY_TIMEOUT_S = 300.0
@@ -149,9 +149,13 @@ class PolicyVersions:
         return policy
 
     async def retire(self, policy: OpenAIPolicy) -> None:
-        """Unload a version no episode uses any more."""
+        """Unload a version no episode uses any more. This runs as the last answer on it
+        finishes: a failure is logged, never passed to that answer."""
         await policy.aclose()
-        await self.server.unload(policy.name)
+        try:
+            await self.server.unload(policy.name)
+        except ConfigurationError as error:
+            log_event("policy_unload_failed", Path(policy.name), str(error))
 
     async def aclose(self) -> None:
         if self.process is not None:
