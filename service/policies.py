@@ -155,7 +155,7 @@ class PolicyVersions:
         try:
             await self.server.unload(policy.name)
         except ConfigurationError as error:
-            log_event("policy_unload_failed", Path(policy.name), str(error))
+            log_event("policy_unload_failed", policy.name, str(error))
 
     async def aclose(self) -> None:
         if self.process is not None:

@@ -111,7 +111,7 @@ async def follow_alias(
                 failed.pop(target, None)
             except Exception as error:  # any failure: keep serving the version loaded
                 outcome = reload_outcome(error)
-                log_event(f"{kind}_reload_refused", target, f"{outcome}: {error}")
+                log_event(f"{kind}_reload_refused", str(target), f"{outcome}: {error}")
                 failed[target] = loop.time()
                 on_reload(outcome)
         if interval_s <= 0 and slot.current is not None:
@@ -132,9 +132,10 @@ async def _swap(
     version = await bring_up(target)
     first = slot.current is None
     await slot.replace(version)
-    log_event(f"{kind}_loaded" if first else f"{kind}_reloaded", target, version.name)
+    log_event(f"{kind}_loaded" if first else f"{kind}_reloaded", str(target), version.name)
     on_reload("loaded")
 
 
-def log_event(event: str, target: Path, detail: str) -> None:
-    logger.info(json.dumps({"event": event, "checkpoint": str(target), "detail": detail}))
+def log_event(event: str, checkpoint: str, detail: str) -> None:
+    """One JSON line per reload event; checkpoint is a folder or a version name."""
+    logger.info(json.dumps({"event": event, "checkpoint": checkpoint, "detail": detail}))

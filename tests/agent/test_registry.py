@@ -83,38 +83,9 @@ def test_promote_refuses_a_version_that_is_damaged_or_foreign(tmp_path: Path) ->
 def test_the_model_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = str(tmp_path / "policy")
     source = make_adapter(tmp_path / "out")
-    assert (
-        main(
-            [
-                "model",
-                "publish",
-                str(source),
-                "--version",
-                "a",
-                "--base-model",
-                "b",
-                "--registry",
-                root,
-            ]
-        )
-        == 0
-    )
-    assert (
-        main(
-            [
-                "model",
-                "publish",
-                str(source),
-                "--version",
-                "c",
-                "--base-model",
-                "b",
-                "--registry",
-                root,
-            ]
-        )
-        == 0
-    )
+    for version in ("a", "c"):
+        publish = ["model", "publish", str(source), "--version", version, "--base-model", "b"]
+        assert main([*publish, "--registry", root]) == 0
     assert main(["model", "promote", "a", "--registry", root]) == 0
     assert main(["model", "promote", "c", "--registry", root]) == 0
     assert "current -> c (previous -> a)" in capsys.readouterr().out

@@ -11,7 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
+from pydantic import ValidationError
+from starlette.applications import Starlette
 
+from agent.errors import ConfigurationError
 from agent.registry import PolicyRegistry
 from browser.web import Web, WebOptions
 from reward.checkpoints import point_alias
@@ -170,3 +174,27 @@ def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
             "canary_failed": 1.0,
             "loaded": 3.0,
         }
+
+
+def test_a_missing_alias_or_a_server_without_the_lora_api_is_a_clear_error(
+    offline_store: Path, tmp_path: Path
+) -> None:
+    web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    settings = ServiceSettings(
+        policy_url="http://127.0.0.1:9/v1",
+        policy_model="scripted",
+        policy_checkpoint=tmp_path / "policy" / "current",
+    )
+    with pytest.raises(ConfigurationError, match="names no version"):
+        policy_versions(settings, web, None)
+    registry = registry_of(tmp_path, "v1")
+    registry.promote("v1")
+    no_lora = serve(Starlette(routes=[]))  # an OpenAI server started without --enable-lora
+    with no_lora as base:
+        versions = policy_versions(
+            settings.model_copy(update={"policy_url": base + "/v1"}), web, None
+        )
+        with pytest.raises(ConfigurationError, match="--enable-lora"):
+            asyncio.run(versions.bring_up(registry.current.resolve()))
+    with pytest.raises(ValidationError):
+        ServiceSettings(policy_reload_s=-1)
