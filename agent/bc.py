@@ -34,7 +34,7 @@ from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from browser.commands import parse_command
 from browser.errors import InvalidCommand
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import discard, publish
+from reward.checkpoints import discard, load_manifest, load_usable_manifest, publish
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -57,6 +57,10 @@ class BCTrainConfig:
     patience: int = field(default=1, metadata={"help": "epochs without progress before stop"})
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
     lora_layers: int = field(default=0, metadata={"help": "LoRA on the top N layers (0 = all)"})
+    init_adapter: Path | None = field(
+        default=None,
+        metadata={"help": "continue training this LoRA checkpoint of the same base (its rank)"},
+    )
     validity_prompts: int = field(default=24, metadata={"help": "held-out prompts to sample"})
     seed: int = field(default=0, metadata={"help": "shuffling and split seed"})
 
@@ -224,7 +228,9 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     ]
     validity_before = command_validity(model, tokenizer, held_prompts)
     log(f"valid unguided commands on held-out prompts before training: {validity_before:.2f}")
-    if config.lora_rank > 0:
+    if config.init_adapter is not None:
+        model = _continued_adapter(model, config)
+    elif config.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
 
         layers = model.config.num_hidden_layers
@@ -240,6 +246,11 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
                 task_type="CAUSAL_LM",
             ),
         )
+    validity_start = (
+        command_validity(model, tokenizer, held_prompts)
+        if config.init_adapter is not None
+        else validity_before
+    )
     step_losses: list[float] = []
 
     class _LossLog(TrainerCallback):
@@ -299,8 +310,8 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     log(f"valid unguided commands on held-out prompts after training: {validity_after:.2f}")
     metrics: dict[str, Any] = {
         "trained": True,
-        "method": "bc-lora" if config.lora_rank > 0 else "bc-full",
-        "parent": config.base_version or str(config.base),
+        "method": "bc-lora" if config.lora_rank > 0 or config.init_adapter else "bc-full",
+        "parent": _parent_version(config),
         "data_sha256": data_digest(config.demonstrations),
         "demonstrations_by_source": report.by_source,
         "train_examples": len(train_rows),
@@ -315,7 +326,7 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
             / max(float(train_output.metrics.get("train_runtime", 1.0)), 1e-9),
             1,
         ),
-        "valid_unguided_commands": {"before": validity_before, "after": validity_after},
+        "valid_unguided_commands": {"before": validity_start, "after": validity_after},
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "peak_accelerator_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)
         if torch.cuda.is_available()
@@ -328,7 +339,9 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     try:
         # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
         trained.to(torch.bfloat16).save_pretrained(staging)
-        if config.lora_rank == 0:  # an adapter is merged into its base, tokenizer included
+        if (
+            config.lora_rank == 0 and config.init_adapter is None
+        ):  # an adapter is merged into its base, tokenizer included
             tokenizer.save_pretrained(staging)
         (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
         publish(
@@ -347,6 +360,29 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         discard(work)
     log(f"published {checkpoint}")
     return BCResult(checkpoint, metrics, step_losses)
+
+
+def _continued_adapter(model: Any, config: BCTrainConfig) -> Any:
+    """The base with a trainable copy of config.init_adapter, checked to be made for it."""
+    from peft import PeftModel
+
+    assert config.init_adapter is not None
+    manifest = load_usable_manifest(config.init_adapter, kind="policy", verify=True)
+    if config.base_version and manifest.base_model != config.base_version:
+        raise DataError(
+            f"{config.init_adapter} was trained on {manifest.base_model!r}, "
+            f"not on the base {config.base_version!r}"
+        )
+    if not (config.init_adapter / "adapter_config.json").is_file():
+        raise DataError(f"{config.init_adapter} holds full weights, not a LoRA adapter")
+    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True)
+
+
+def _parent_version(config: BCTrainConfig) -> str:
+    """What this checkpoint was trained from: the adapter it continues, else the base."""
+    if config.init_adapter is not None:
+        return load_manifest(config.init_adapter).version
+    return config.base_version or str(config.base)
 
 
 def _jsonable(value: Any) -> Any:

@@ -81,7 +81,8 @@ DETOURS = ("wrong_result", "missed_search", "scroll")
 class ScriptedConfig:
     detour_share: float = 0.3  # episodes with one detour
     max_actions: tuple[int, ...] = (10, 15, 20, 30, 50, 100)  # drawn per episode
-    max_find_steps: int = 4
+    max_find_steps: int = 12  # repeats of one Find: an entry can follow many examples
+    max_scroll_steps: int = 4
 
 
 def demonstration_id(question: Question) -> str:
@@ -119,6 +120,37 @@ def _answering_quote(session: BrowserSession, question: Question) -> str | None:
         ):
             return choice
     return next((c for c in choices if contains_gold(c, question.gold_answers)), None)
+
+
+async def _find_entry(
+    recorder: Recorder, session: BrowserSession, question: Question, max_steps: int
+) -> str | None:
+    """Finds a documented name until its entry is in view: the qualified name first
+    ("json.dumps(obj, …)"), then the bare one (a method shows as "fetchmany(size=…)").
+    A name is repeated once per line that holds it, since examples often come first."""
+    assert question.title is not None
+    qualified = question.title
+    bare = qualified.rsplit(".", 1)[-1]
+    for name in dict.fromkeys([qualified, bare]):
+        needle = f"{name}("
+        for _ in range(min(_lines_holding(session, needle), max_steps)):
+            if session.done:
+                return None
+            await recorder.step(f"Find in page: {needle}")
+            quote = _answering_quote(session, question)
+            if quote is not None:
+                return quote
+    return None
+
+
+def _lines_holding(session: BrowserSession, needle: str) -> int:
+    index = session.page.text_index
+    lines: set[int] = set()
+    match = index.find(needle)
+    while match is not None:
+        lines.add(index.line_of(match.start))
+        match = index.find(needle, match.end)
+    return len(lines)
 
 
 async def demonstrate(
@@ -163,18 +195,14 @@ async def demonstrate(
         else:
             detour = None
     quote = _answering_quote(session, question)
-    finds = 0
-    while quote is None and finds < config.max_find_steps and not session.done:
-        if question.url and "docs.python.org" in question.url and question.title:
-            # A method's entry shows its bare name ("fetchmany(size=…)"), a function's its
-            # qualified one ("json.dumps(obj, …)"): the qualified name first, then the bare.
-            name = question.title if finds == 0 else question.title.rsplit(".", 1)[-1]
-            await recorder.step(f"Find in page: {name}(")
-        elif session.page.lines and len(session.page.lines) > session.config.window_lines:
-            await recorder.step("Scrolled down 1")
-        else:
+    if quote is None and question.url and "docs.python.org" in question.url and question.title:
+        quote = await _find_entry(recorder, session, question, config.max_find_steps)
+    scrolls = 0
+    while quote is None and scrolls < config.max_scroll_steps and not session.done:
+        if len(session.page.lines) <= session.config.window_lines:
             break
-        finds += 1
+        await recorder.step("Scrolled down 1")
+        scrolls += 1
         quote = _answering_quote(session, question)
     if quote is None or session.done:
         return None

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.bc import BCTrainConfig, examples_of, tokenize_example, train_bc
+from agent.bc import BCResult, BCTrainConfig, examples_of, tokenize_example, train_bc
 from agent.demonstrations import write_demonstrations
+from agent.errors import DataError
 from browser.web import Web
 from reward.checkpoints import load_manifest
 from tests.agent.test_demonstrations import scripted_demos
@@ -111,6 +112,62 @@ async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path)
     assert "model.safetensors" not in files
     adapter = json.loads((result.checkpoint / "adapter_config.json").read_text())
     assert adapter["layers_to_transform"] == [1]
+
+
+async def test_training_continues_an_adapter_from_its_weights(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    """--init-adapter starts from a published adapter (its rank, layers and weights), records
+    it as the parent, and refuses an adapter made for another base."""
+    from safetensors.torch import load_file
+
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos[:2])
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+
+    def train(version: str, **options: object) -> BCResult:
+        config = BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            base_version="tiny",
+            out=tmp_path / "registry",
+            version=version,
+            epochs=1,
+            batch_size=1,
+            learning_rate=1e-2,
+            validation_fraction=0.0,
+            validity_prompts=0,
+            **options,  # type: ignore[arg-type]
+        )
+        return train_bc(config, log=lambda _: None)
+
+    first = train("bc-1", lora_rank=4, lora_layers=1)
+    second = train("bc-2", init_adapter=first.checkpoint)
+    assert second.step_losses[0] < first.step_losses[0]  # it starts where bc-1 ended
+    adapter = json.loads((second.checkpoint / "adapter_config.json").read_text())
+    assert adapter["r"] == 4 and adapter["layers_to_transform"] == [1]
+    assert load_manifest(second.checkpoint).metrics["parent"] == "bc-1"
+    weights = {
+        name: load_file(run.checkpoint / "adapter_model.safetensors")
+        for name, run in [("first", first), ("second", second)]
+    }
+    assert set(weights["first"]) == set(weights["second"])
+    assert any(not weights["first"][k].equal(weights["second"][k]) for k in weights["first"])
+    other = tmp_path / "registry" / "bc-1"
+    with pytest.raises(DataError, match="trained on 'tiny', not on the base 'other'"):
+        train_bc(
+            BCTrainConfig(
+                demonstrations=[demo_file],
+                base=base,
+                base_version="other",
+                out=tmp_path / "registry",
+                version="bc-3",
+                init_adapter=other,
+            ),
+            log=lambda _: None,
+        )
 
 
 async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path) -> None:

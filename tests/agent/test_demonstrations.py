@@ -138,25 +138,15 @@ async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
             assert page.text_index.find(quote.extract) is not None
 
 
-async def test_a_method_documented_far_down_its_page_is_found_by_its_bare_name(
-    tmp_path: Path,
-) -> None:
-    """Docs show a method as `fetchmany(size=…)` inside its class, not by its qualified name;
-    the demonstrator finds it by the bare name once the qualified one is not on the page."""
+async def _demonstrate_docs_entry(
+    tmp_path: Path, page: str, body: str, title: str
+) -> Demonstration:
+    """The scripted demonstration for the question about `title` on one docs page."""
     from browser.corpus import PYTHON_DOCS_URL, build_corpus, folder_pages
     from browser.web import WebOptions
 
-    filler = "".join(f"<p>Paragraph {i} about databases in general.</p>" for i in range(80))
     (tmp_path / "docs" / "library").mkdir(parents=True)
-    (tmp_path / "docs" / "library" / "sqlite3.html").write_text(
-        "<html><head><title>sqlite3 — DB-API 2.0 interface for SQLite databases</title></head>"
-        f"<body><main><h1>sqlite3 — DB-API 2.0 interface</h1>{filler}"
-        '<dl class="py class"><dt id="sqlite3.Cursor">class sqlite3.Cursor</dt><dd>'
-        "<p>A cursor over a result.</p>"
-        '<dl class="py method"><dt id="sqlite3.Cursor.fetchmany">fetchmany(size=1)</dt>'
-        "<dd><p>Return the next set of rows of a query result, as a list.</p></dd></dl>"
-        "</dd></dl></main></body></html>"
-    )
+    (tmp_path / "docs" / "library" / f"{page}.html").write_text(body)
     store = tmp_path / "web.sqlite"
     build_corpus(
         store, [("python-docs", folder_pages(tmp_path / "docs", PYTHON_DOCS_URL, "python-docs"))]
@@ -164,21 +154,63 @@ async def test_a_method_documented_far_down_its_page_is_found_by_its_bare_name(
     web = Web(WebOptions(offline_store=store, offline_only=True, js_mode="never"))
     try:
         assert web.offline is not None
-        question = next(
-            q
-            for q in generate_questions(web.offline, per_page=5)
-            if q.title == "sqlite3.Cursor.fetchmany"
-        )
-        session = web.session(config=SessionConfig(max_actions=20))
+        question = next(q for q in generate_questions(web.offline, per_page=5) if q.title == title)
+        session = web.session(config=SessionConfig(max_actions=30))
         demo = await demonstrate(
             question, session, random.Random(0), ScriptedConfig(detour_share=0)
         )
         assert demo is not None
-        commands = [step.command for step in demo.steps]
-        assert "Find in page: fetchmany(" in commands
-        assert demo.quotes[0].extract.startswith("Return the next set of rows")
+        return demo
     finally:
         await web.aclose()
+
+
+async def test_a_method_documented_far_down_its_page_is_found_by_its_bare_name(
+    tmp_path: Path,
+) -> None:
+    """Docs show a method as `fetchmany(size=…)` inside its class, not by its qualified name;
+    the demonstrator finds it by the bare name once the qualified one is not on the page."""
+    filler = "".join(f"<p>Paragraph {i} about databases in general.</p>" for i in range(80))
+    demo = await _demonstrate_docs_entry(
+        tmp_path,
+        "sqlite3",
+        "<html><head><title>sqlite3 — DB-API 2.0 interface for SQLite databases</title></head>"
+        f"<body><main><h1>sqlite3 — DB-API 2.0 interface</h1>{filler}"
+        '<dl class="py class"><dt id="sqlite3.Cursor">class sqlite3.Cursor</dt><dd>'
+        "<p>A cursor over a result.</p>"
+        '<dl class="py method"><dt id="sqlite3.Cursor.fetchmany">fetchmany(size=1)</dt>'
+        "<dd><p>Return the next set of rows of a query result, as a list.</p></dd></dl>"
+        "</dd></dl></main></body></html>",
+        "sqlite3.Cursor.fetchmany",
+    )
+    commands = [step.command for step in demo.steps]
+    assert "Find in page: fetchmany(" in commands
+    assert demo.quotes[0].extract.startswith("Return the next set of rows")
+
+
+async def test_a_function_whose_examples_come_first_is_found_by_repeating_the_find(
+    tmp_path: Path,
+) -> None:
+    """The json page shows `json.dumps(` in eight examples before its entry: the demonstrator
+    repeats the Find until the entry is in view, so the policy learns to do the same."""
+    examples = "".join(
+        f"<pre>json.dumps(example_{i})</pre>"
+        + "".join(f"<p>Note {i}.{j} on encoding.</p>" for j in range(30))
+        for i in range(8)
+    )
+    demo = await _demonstrate_docs_entry(
+        tmp_path,
+        "json",
+        "<html><head><title>json — JSON encoder and decoder</title></head>"
+        f"<body><main><h1>json — JSON encoder and decoder</h1>{examples}"
+        '<dl class="py function"><dt id="json.dumps">json.dumps(obj, *, skipkeys=False)</dt>'
+        "<dd><p>Serialize obj to a JSON formatted str using this conversion table.</p></dd>"
+        "</dl></main></body></html>",
+        "json.dumps",
+    )
+    finds = [step.command for step in demo.steps if step.command.startswith("Find in page")]
+    assert finds == ["Find in page: json.dumps("] * 9
+    assert demo.quotes[0].extract.startswith("Serialize obj to a JSON formatted str")
 
 
 async def test_replay_reports_an_observation_that_no_longer_matches(learning_web: Web) -> None:
