@@ -10,6 +10,7 @@ it instead of paying the start-up (about two minutes on CPU the first time) agai
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -112,6 +113,13 @@ class RunningServer:
     model: str
     log: str
     started_at: float = field(default_factory=time.time)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the OS picks it), for a server started next."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 def serves(url: str, model: str, timeout_s: float = 2.0) -> bool:

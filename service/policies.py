@@ -10,14 +10,21 @@ A version is never reloaded under an old name: vLLM keys its prefix cache by ada
 a fresh name cannot hit a stale block, and unloading the old adapter once its last episode
 has finished frees its blocks (docs/deploy.md).
 
+A version with full weights cannot be loaded into a running server, so when the service
+started its own vLLM it is switched blue/green: a second vLLM process is started for it
+(`VLLMLauncher`), canaried, routed to, and stopped once drained. Behind an external policy
+server (`WEBGPT_POLICY_URL`) full weights are refused and roll out as a new vLLM
+Deployment instead (docs/deploy.md says why).
+
 Before a version serves, its files must match its manifest, its observation format must be
 this build's, its base must be the served base, and canary episodes must pass: every
 guided command is accepted by the browser and the answer cites the quotes it collected.
 """
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -25,7 +32,7 @@ from agent.episode import EpisodeConfig, run_episode
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
 from agent.registry import is_adapter
-from agent.vllm_server import RunningServer, stop
+from agent.vllm_server import RunningServer, ServerConfig, free_port, start, stop
 from browser.session import SessionConfig
 from browser.web import Web
 from reward.checkpoints import Manifest, load_usable_manifest
@@ -48,8 +55,9 @@ class LoRAServer:
     async def load(self, manifest: Manifest, folder: Path) -> None:
         if not is_adapter(folder):
             raise IncompatibleCheckpoint(
-                f"{manifest.version} is full weights; only LoRA adapters are swapped in at run "
-                "time (docs/deploy.md: full weights roll out as a new vLLM Deployment)"
+                f"{manifest.version} is full weights; an external policy server only takes LoRA "
+                "adapters at run time (docs/deploy.md: full weights roll out as a new vLLM "
+                "Deployment, or blue/green when the service starts its own vLLM)"
             )
         if manifest.base_model != self.base:
             raise IncompatibleCheckpoint(
@@ -124,23 +132,75 @@ async def run_canaries(policy: OpenAIPolicy, web: Web, questions: list[str]) -> 
             raise CanaryFailed(f"{policy.name}: canary {question!r}: {'; '.join(problems)}")
 
 
+class Launcher(Protocol):
+    """Serves full-weight versions, one server process each (blue/green)."""
+
+    async def start(self, folder: Path, version: str) -> str:
+        """Start serving folder as `version`; the server's base URL (ending in /v1)."""
+        ...
+
+    def serves(self, version: str) -> bool: ...
+
+    async def stop(self, version: str) -> None: ...
+
+    async def aclose(self) -> None:
+        """Stop every server still running."""
+        ...
+
+
+@dataclass
+class VLLMLauncher:
+    """One local vLLM process per full-weight version, on a free loopback port."""
+
+    start_timeout_s: float = 900.0
+    running: dict[str, RunningServer] = field(default_factory=dict)
+
+    async def start(self, folder: Path, version: str) -> str:
+        config = ServerConfig(model_dir=folder, served_name=version, port=free_port())
+        log_event("policy_process_starting", version, config.url)
+        running = await asyncio.to_thread(
+            start, config, lambda line: None, self.start_timeout_s, False
+        )
+        self.running[version] = running
+        return running.url
+
+    def serves(self, version: str) -> bool:
+        return version in self.running
+
+    async def stop(self, version: str) -> None:
+        running = self.running.pop(version, None)
+        if running is not None:
+            await asyncio.to_thread(stop, running)
+
+    async def aclose(self) -> None:
+        for version in list(self.running):
+            await self.stop(version)
+
+
 @dataclass
 class PolicyVersions:
-    """Brings policy versions up on a LoRAServer and takes them down when they drain."""
+    """Brings policy versions up (adapters on a LoRAServer, full weights through the
+    launcher) and takes them down when they drain."""
 
     server: LoRAServer
     web: Web
     canaries: list[str]
     process: RunningServer | None = None  # the local vLLM server, when the service started it
+    launcher: Launcher | None = None  # full-weight versions; None: they are refused
 
     def client(self, version: str) -> OpenAIPolicy:
         return OpenAIPolicy(self.server.base_url, version, api_key=self.server.api_key)
 
     async def bring_up(self, folder: Path) -> OpenAIPolicy:
-        """Check the version in folder, load it beside the served one, run its canaries."""
+        """Check the version in folder, serve it beside the served one, run its canaries."""
         manifest = await asyncio.to_thread(load_usable_manifest, folder, "policy", True)
-        await self.server.load(manifest, folder)
-        policy = self.client(manifest.version)
+        if is_adapter(folder) or self.launcher is None:
+            await self.server.load(manifest, folder)
+            policy = self.client(manifest.version)
+        else:
+            policy = OpenAIPolicy(
+                await self.launcher.start(folder, manifest.version), manifest.version
+            )
         try:
             await run_canaries(policy, self.web, self.canaries)
         except BaseException:
@@ -149,14 +209,19 @@ class PolicyVersions:
         return policy
 
     async def retire(self, policy: OpenAIPolicy) -> None:
-        """Unload a version no episode uses any more. This runs as the last answer on it
-        finishes: a failure is logged, never passed to that answer."""
+        """Unload (or stop the process of) a version no episode uses any more. This runs as
+        the last answer on it finishes: a failure is logged, never passed to that answer."""
         await policy.aclose()
         try:
-            await self.server.unload(policy.name)
-        except ConfigurationError as error:
+            if self.launcher is not None and self.launcher.serves(policy.name):
+                await self.launcher.stop(policy.name)
+            else:
+                await self.server.unload(policy.name)
+        except (ConfigurationError, OSError) as error:
             log_event("policy_unload_failed", policy.name, str(error))
 
     async def aclose(self) -> None:
+        if self.launcher is not None:
+            await self.launcher.aclose()
         if self.process is not None:
             await asyncio.to_thread(stop, self.process)

@@ -12,7 +12,7 @@ from browser.web import Web, WebOptions
 from reward.checkpoints import load_manifest
 from service.app import create_app
 from service.metrics import Metrics
-from service.policies import LoRAServer, PolicyVersions
+from service.policies import LoRAServer, PolicyVersions, VLLMLauncher
 from service.scoring import build_scorer
 from service.serving import AnswerService
 from service.settings import ServiceSettings
@@ -69,7 +69,9 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
 
     base = load_manifest(alias.resolve()).base_model
     running = local_lora_server(alias.resolve().parent / base, base)
-    return PolicyVersions(LoRAServer(running.url, base), web, settings.policy_canaries, running)
+    return PolicyVersions(
+        LoRAServer(running.url, base), web, settings.policy_canaries, running, VLLMLauncher()
+    )
 
 
 def serve(settings: ServiceSettings) -> None:

@@ -1,6 +1,5 @@
 """Real HTTP servers on 127.0.0.1 for tests: uvicorn in a background thread."""
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -9,11 +8,9 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
+from agent.vllm_server import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["free_port", "serve"]
 
 
 @contextmanager

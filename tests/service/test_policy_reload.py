@@ -7,7 +7,7 @@ the same swap against the real vLLM CPU server.
 import asyncio
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -21,12 +21,14 @@ from browser.web import Web, WebOptions
 from reward.checkpoints import point_alias
 from service.app import create_app
 from service.metrics import Metrics
+from service.policies import Launcher
 from service.server import policy_versions
 from service.serving import AnswerService
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
-from tests.agent.fake_policy import Script
+from tests.agent.fake_policy import Script, fake_policy_app
 from tests.agent.test_registry import make_adapter
+from tests.conftest import CROW_QUOTE
 from tests.servers import serve
 
 QUESTION = {"question": "crow corvus", "max_actions": 10}
@@ -37,7 +39,12 @@ Outcome = tuple[float, float, int, str]  # started, ended, HTTP status, policy v
 
 @contextmanager
 def policy_service(
-    offline_store: Path, policy_url: str, alias: Path, tmp_path: Path, base_model: str = "scripted"
+    offline_store: Path,
+    policy_url: str,
+    alias: Path,
+    tmp_path: Path,
+    base_model: str = "scripted",
+    launcher: Launcher | None = None,
 ) -> Iterator[str]:
     settings = ServiceSettings(
         policy_url=policy_url,
@@ -49,12 +56,49 @@ def policy_service(
     )
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
     versions = policy_versions(settings, web, None)
+    versions.launcher = launcher
     store = FeedbackStore(tmp_path / "feedback.sqlite")
     service = AnswerService(settings, web, None, None, Metrics(), store, versions)
     with serve(create_app(service)) as base:
         # Live at once, ready once the first version is loaded and passed its canaries.
         wait_until(lambda: httpx.get(f"{base}/readyz").status_code == 200, timeout_s=900)
         yield base
+
+
+class ScriptedLauncher:
+    """Full-weight versions served blue/green, one server each, as VLLMLauncher starts vLLM
+    processes: here a scripted policy server on loopback per version."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, ExitStack] = {}
+        self.started: list[str] = []
+
+    async def start(self, folder: Path, version: str) -> str:
+        assert (folder / "config.json").is_file()
+        script = Script(model=version, oracle_quote=CROW_QUOTE, delay_s=0.02)
+        script.answers = ["Crows are corvids [1]."] * 10_000
+        stack = ExitStack()
+        base = await asyncio.to_thread(stack.enter_context, serve(fake_policy_app(script)))
+        self.running[version] = stack
+        self.started.append(version)
+        return base + "/v1"
+
+    def serves(self, version: str) -> bool:
+        return version in self.running
+
+    async def stop(self, version: str) -> None:
+        await asyncio.to_thread(self.running.pop(version).close)
+
+    async def aclose(self) -> None:
+        for version in list(self.running):
+            await self.stop(version)
+
+
+def make_full_weights(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "model.safetensors").write_bytes(b"all the weights")
+    return folder
 
 
 def registry_of(tmp_path: Path, *versions: str) -> PolicyRegistry:
@@ -135,10 +179,57 @@ def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
     assert counts == {"loaded": 2.0}  # the first version, then the promoted one
 
 
+def test_full_weights_switch_blue_green_to_their_own_server_under_load(
+    offline_store: Path, policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    registry = registry_of(tmp_path, "v1")
+    registry.publish(make_full_weights(tmp_path / "out" / "full"), "full-1", base_model="scripted")
+    registry.promote("v1")
+    script.answers = ["Crows are corvids [1]."] * 10_000
+    script.delay_s = 0.02
+    launcher = ScriptedLauncher()
+
+    async def scenario(base: str) -> tuple[list[Outcome], float, float]:
+        stop, done = asyncio.Event(), []
+        load = asyncio.create_task(steady_load(base, 6, stop, done))
+        await asyncio.sleep(1.0)
+        promoted = time.monotonic()
+        registry.promote("full-1")
+        async with asyncio.timeout(60):
+            while "v1" in script.adapters:  # full-1 serves and v1 has drained
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        rolled_back = time.monotonic()
+        registry.rollback()
+        async with asyncio.timeout(60):
+            while launcher.running:  # v1 serves again and full-1's server has stopped
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        stop.set()
+        await load
+        return done, promoted, rolled_back
+
+    with policy_service(
+        offline_store, policy_url, registry.current, tmp_path, launcher=launcher
+    ) as base:
+        done, promoted, rolled_back = asyncio.run(scenario(base))
+        counts = reloads(base)
+
+    assert {status for _, _, status, _ in done} == {200}
+    assert all(version == "v1" for started, _, _, version in done if started < promoted)
+    full = [o for o in done if o[3] == "full-1"]
+    assert len(full) >= 5 and all(started > promoted for started, *_ in full)
+    first_back = min(e for s, e, _, v in done if s > rolled_back and v == "v1")
+    assert all(v == "v1" for started, _, _, v in done if started > first_back)
+    assert launcher.started == ["full-1"] and set(script.adapters) == {"v1"}
+    assert counts == {"loaded": 3.0}
+
+
 def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
     registry = registry_of(tmp_path, "v1", "corrupt", "other-format", "babbles", "v2")
+    registry.publish(make_full_weights(tmp_path / "out" / "full"), "full", base_model="scripted")
     registry.promote("v1")
     (registry.root / "corrupt" / "adapter_model.safetensors").write_bytes(b"flipped")
     manifest = registry.root / "other-format" / "manifest.json"
@@ -151,13 +242,14 @@ def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
     script.answers = ["Crows are corvids [1]."] * 1000
 
     with policy_service(offline_store, policy_url, registry.current, tmp_path) as base:
-        for refused, outcome in [
-            ("corrupt", "corrupt"),
-            ("other-format", "incompatible"),
-            ("babbles", "canary_failed"),
+        for refused, outcome, count in [
+            ("corrupt", "corrupt", 1.0),
+            ("other-format", "incompatible", 1.0),
+            ("babbles", "canary_failed", 1.0),
+            ("full", "incompatible", 2.0),  # an external policy server takes adapters only
         ]:
             point_alias(registry.current, refused)  # as an operator could, past `promote`
-            wait_until(lambda outcome=outcome: reloads(base).get(outcome) == 1.0)  # type: ignore[misc]
+            wait_until(lambda o=outcome, n=count: reloads(base).get(o) == n)  # type: ignore[misc]
             assert served(base) == "v1"
             assert httpx.get(f"{base}/readyz").status_code == 200
         assert set(script.adapters) == {"v1"}  # the refused canary version was unloaded
@@ -170,7 +262,7 @@ def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
         wait_until(lambda: set(script.adapters) == {"v1"})
         assert reloads(base) == {
             "corrupt": 1.0,
-            "incompatible": 1.0,
+            "incompatible": 2.0,
             "canary_failed": 1.0,
             "loaded": 3.0,
         }

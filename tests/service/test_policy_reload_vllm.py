@@ -1,8 +1,9 @@
 """Policy hot reload against the real vLLM CPU server: runtime LoRA loading, under load.
 
-Slow: starts vLLM (the embedded base, `--enable-lora`) and runs real episodes. Both
-versions are the shipped behavior-cloned adapter published under two names, so the test
-is about the swap, not about which answers better.
+Slow: starts vLLM (the embedded base, `--enable-lora`) and runs real episodes. The
+versions are the shipped behavior-cloned adapter published under two names, and the same
+policy merged into full weights, so the tests are about the swap, not about which answers
+better.
 """
 
 import asyncio
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.model import BASE_VERSION, SHIPPED_ADAPTER, prepare_base_model
+from agent.model import BASE_VERSION, SHIPPED_ADAPTER, prepare_base_model, prepare_default_model
 from agent.registry import PolicyRegistry
-from agent.vllm_server import RunningServer, ServerConfig, start, stop
+from agent.vllm_server import RunningServer, ServerConfig, serves, start, stop
+from service.policies import VLLMLauncher
 from tests.servers import free_port
 from tests.service.test_policy_reload import Outcome, policy_service, steady_load
 
@@ -64,3 +66,45 @@ def test_the_real_server_swaps_versions_under_load(
     first_new = min(ended for _, ended, _, version in done if version == "bc-b")
     assert all(version == "bc-b" for started, _, _, version in done if started > first_new)
     assert sum(version == "bc-b" for *_, version in done) >= 2
+
+
+def test_full_weights_are_switched_blue_green_to_a_second_real_vllm(
+    offline_store: Path, lora_vllm: RunningServer, tmp_path: Path
+) -> None:
+    registry = PolicyRegistry(tmp_path / "policy")
+    registry.publish(SHIPPED_ADAPTER, "bc-a")
+    registry.publish(prepare_default_model(print), "full-b")  # the adapter merged in
+    registry.promote("bc-a")
+    launcher = VLLMLauncher()
+
+    async def scenario(base: str) -> tuple[list[Outcome], float, str]:
+        stop_load, done = asyncio.Event(), []
+        load = asyncio.create_task(steady_load(base, 2, stop_load, done))
+        await asyncio.sleep(15)
+        promoted = time.monotonic()
+        registry.promote("full-b")
+        async with asyncio.timeout(900):  # a second vLLM starts, then the canary
+            while not any(v == "full-b" for *_, v in done):
+                await asyncio.sleep(1)
+        url = launcher.running["full-b"].url
+        await asyncio.sleep(15)
+        stop_load.set()
+        await load
+        return done, promoted, url
+
+    with policy_service(
+        offline_store,
+        lora_vllm.url,
+        registry.current,
+        tmp_path,
+        base_model=BASE_VERSION,
+        launcher=launcher,
+    ) as base:
+        done, promoted, url = asyncio.run(scenario(base))
+        assert serves(url, "full-b")
+
+    assert {status for _, _, status, _ in done} == {200}, done
+    assert all(version == "bc-a" for started, _, _, version in done if started < promoted)
+    first_new = min(ended for _, ended, _, version in done if version == "full-b")
+    assert all(version == "full-b" for started, _, _, version in done if started > first_new)
+    assert not serves(url, "full-b")  # the service stopped the process it started
