@@ -124,14 +124,20 @@ class Agent:
         started = time.perf_counter()
         cache = self.web.new_cache()
         try:
-            outcomes = await asyncio.gather(
-                *(
-                    self._episode(i, question, cache, session_config, episode_config, emit)
+            # A failure that is not the policy's ends the whole answer: its sibling episodes
+            # are cancelled at once, so no page load or policy call outlives the request.
+            async with asyncio.TaskGroup() as episodes:
+                tasks = [
+                    episodes.create_task(
+                        self._episode(i, question, cache, session_config, episode_config, emit)
+                    )
                     for i in range(n)
-                ),
-            )
+                ]
+        except ExceptionGroup as failed:
+            raise failed.exceptions[0] from None
         finally:
             await cache.aclose()
+        outcomes = [task.result() for task in tasks]
         results = [o for o in outcomes if isinstance(o, EpisodeResult)]
         failures = [o for o in outcomes if isinstance(o, AgentError)]
         if not results and failures:

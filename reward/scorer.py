@@ -7,8 +7,8 @@ one padded forward pass, and subtracts the checkpoint's offset so a reference se
 """
 
 import asyncio
-import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -38,7 +38,12 @@ class RewardScorer:
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = RewardModel.load(folder).eval().to(self.device)
-        self._lock = threading.Lock()
+        # Its own single thread, not the default pool that DNS lookups, offline search and
+        # the feedback store share: a long forward pass never queues them, and one thread
+        # runs one batch at a time, so no lock is needed.
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"reward-{self.version}"
+        )
 
     @property
     def name(self) -> str:
@@ -46,15 +51,18 @@ class RewardScorer:
 
     async def score(self, answers: Sequence[ScoredText]) -> list[float]:
         texts = [scored_text(a) for a in answers]
-        return await asyncio.to_thread(self.score_texts, texts)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.score_texts, texts
+        )
 
     async def aclose(self) -> None:
-        """Nothing to release: the model's memory goes with the scorer."""
+        """Let a batch in progress finish, then end the thread; the memory goes with it."""
+        await asyncio.to_thread(self._executor.shutdown, wait=True)
 
     def score_texts(self, texts: list[str]) -> list[float]:
         """Normalised rewards of texts (answer-phase prompt + answer each)."""
         scores: list[float] = []
-        with self._lock, torch.no_grad():
+        with torch.no_grad():
             for start in range(0, len(texts), self.batch_size):
                 batch = tokenize(
                     self.tokenizer, texts[start : start + self.batch_size], self.max_length

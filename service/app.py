@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import AgentError
 from reward.errors import RewardServerError
-from service.errors import PayloadTooLarge, ServiceError, Unauthorized, status_of
+from service.errors import PayloadTooLarge, ServiceError, Unauthorized, public_message, status_of
 from service.protocol import (
     AnswerRequest,
     AnswerResponse,
@@ -35,8 +35,7 @@ STATIC = Path(__file__).parent / "static"
 
 def error_response(error: Exception, retry_after_s: int) -> JSONResponse:
     status, kind, retry = status_of(error)
-    message = str(error) if status < 500 or status == 503 else "internal error"
-    body = ErrorBody(error=ErrorDetail(type=kind, message=message))
+    body = ErrorBody(error=ErrorDetail(type=kind, message=public_message(error)))
     headers = {"Retry-After": str(retry_after_s)} if retry else None
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
@@ -131,7 +130,8 @@ def create_app(service: AnswerService) -> FastAPI:
         started = time.perf_counter()
         response = await call_next(request)
         elapsed = time.perf_counter() - started
-        route = request.url.path
+        # Label by the matched route's template, so paths nobody serves add no series.
+        route = getattr(request.scope.get("route"), "path", "unmatched")
         service.metrics.requests.labels(route, str(response.status_code)).inc()
         service.metrics.latency.labels(route).observe(elapsed)
         response.headers["x-request-id"] = request_id
@@ -140,7 +140,7 @@ def create_app(service: AnswerService) -> FastAPI:
                 {
                     "request_id": request_id,
                     "method": request.method,
-                    "path": route,
+                    "path": request.url.path,
                     "status": response.status_code,
                     "seconds": round(elapsed, 4),
                 }

@@ -12,7 +12,7 @@ import agent.cli
 import agent.learning_cli
 import browser.cli
 import reward.cli
-from agent.errors import AgentError
+from agent.errors import AgentError, ConfigurationError
 from browser.errors import BrowserError
 from reward.errors import RewardError
 
@@ -107,6 +107,8 @@ async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path |
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from service.server import serve
     from service.settings import ServiceSettings
 
@@ -115,7 +117,14 @@ def _serve(args: argparse.Namespace) -> int:
         for name in ("host", "port", "engine", "policy_url", "policy_model", "reward_model")
         if (value := getattr(args, name)) is not None
     }
-    serve(ServiceSettings(**overrides))
+    try:
+        settings = ServiceSettings(**overrides)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
+        )
+        raise ConfigurationError(f"invalid settings: {problems}") from None
+    serve(settings)
     return 0
 
 

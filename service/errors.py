@@ -52,3 +52,9 @@ def status_of(error: Exception) -> tuple[int, str, bool]:
         if isinstance(error, kind):
             return status, name, retry
     return 500, "internal_error", False
+
+
+def public_message(error: Exception) -> str:
+    """What a client is told: the error itself, but no internals of a server-side fault."""
+    status, _, _ = status_of(error)
+    return str(error) if status < 500 or status == 503 else "internal error"

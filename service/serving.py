@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -13,13 +14,12 @@ from pydantic import BaseModel
 
 from agent.answer import Agent, AnswerResult, Scorer
 from agent.episode import EpisodeConfig
-from agent.errors import AgentError, PolicyUnavailable
+from agent.errors import PolicyUnavailable
 from agent.openai_policy import OpenAIPolicy
 from agent.trace import TraceEvent
 from browser.session import SessionConfig
 from browser.web import Web
-from reward.errors import RewardServerError
-from service.errors import InvalidRequest, Overloaded, ServiceError, status_of
+from service.errors import InvalidRequest, Overloaded, public_message, status_of
 from service.metrics import Metrics
 from service.policies import PolicyVersions
 from service.protocol import (
@@ -36,6 +36,8 @@ from service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
 from service.versions import Slot, follow_alias
+
+logger = logging.getLogger("webgpt.service")
 
 
 class Admission:
@@ -205,9 +207,11 @@ class AnswerService:
                 self.metrics.observe_answer(result)
                 await asyncio.to_thread(self.store.record_answer, result)
                 yield _sse(FinalEvent(result=result))
-            except (AgentError, RewardServerError, ServiceError) as error:
-                _, kind, _ = status_of(error)
-                yield _sse(StreamErrorEvent(message=str(error), error_type=kind))
+            except Exception as error:  # every stream ends with `final` or `error`, then [DONE]
+                status, kind, _ = status_of(error)
+                if status == 500:
+                    logger.error("answer stream failed", exc_info=error)
+                yield _sse(StreamErrorEvent(message=public_message(error), error_type=kind))
             yield "data: [DONE]\n\n"
         finally:
             task.cancel()

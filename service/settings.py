@@ -1,9 +1,15 @@
 """Service settings: one pydantic-settings class, every field also a WEBGPT_* variable."""
 
+import ipaddress
+import re
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_HOSTNAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
 
 
 class ServiceSettings(BaseSettings):
@@ -11,7 +17,18 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WEBGPT_", extra="ignore", env_ignore_empty=True)
 
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: int = Field(8080, ge=1, le=65535)
+
+    @field_validator("host")
+    @classmethod
+    def _an_address_or_a_hostname(cls, host: str) -> str:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            if not _HOSTNAME.fullmatch(host):
+                raise ValueError(f"{host!r} is neither an IP address nor a hostname") from None
+        return host
+
     engine: str = "offline"
     policy_url: str | None = None  # None: the local vLLM server of the embedded default
     policy_model: str | None = None

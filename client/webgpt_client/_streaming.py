@@ -8,6 +8,8 @@ import httpx
 from webgpt_client._exceptions import APIConnectionError
 from webgpt_client.types import AnyEvent, parse_event
 
+INCOMPLETE = "the stream ended before [DONE]: the connection or the server broke off"
+
 
 def _event(line: str) -> AnyEvent | None:
     """The event of one SSE line, None for other lines; raises StopIteration at [DONE]."""
@@ -34,6 +36,7 @@ class Stream:
                     return
                 if event is not None:
                     yield event
+            raise APIConnectionError(INCOMPLETE)
         except httpx.HTTPError as error:
             raise APIConnectionError(f"the stream broke: {error!r}") from error
         finally:
@@ -62,6 +65,7 @@ class AsyncStream:
                     return
                 if event is not None:
                     yield event
+            raise APIConnectionError(INCOMPLETE)
         except httpx.HTTPError as error:
             raise APIConnectionError(f"the stream broke: {error!r}") from error
         finally:

@@ -1,5 +1,6 @@
 """The agent against a scripted policy server and a real (small) offline web."""
 
+import asyncio
 import re
 from collections.abc import Sequence
 
@@ -170,6 +171,26 @@ async def test_best_of_n_picks_the_top_scored_answer(
     assert result.usage.pages_fetched == 1  # three episodes, one shared fetch
     assert result.usage.page_cache_hits == 2
     assert result.versions["reward"] == "length-scorer"
+
+
+async def test_an_unexpected_failure_in_one_episode_cancels_its_siblings(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.oracle_quote = None
+    script.default_command = "Top"  # endless browsing: only cancellation stops them
+    script.delay_s = 0.05
+
+    async def emit(event: TraceEvent) -> None:
+        if event.episode == 1 and len(script.requests) > 6:
+            raise RuntimeError("the trace consumer broke")
+
+    with pytest.raises(RuntimeError, match="consumer broke"):
+        await Agent(web, policy, scorer=LengthScorer()).answer(
+            "crow corvus", n=3, max_actions=100, emit=emit
+        )
+    seen = len(script.requests)
+    await asyncio.sleep(0.5)
+    assert len(script.requests) == seen, "sibling episodes kept calling the policy"
 
 
 async def test_policy_failure_in_every_episode_raises(

@@ -125,6 +125,26 @@ def test_retries_on_429_and_503_honour_retry_after() -> None:
     assert caught.value.request_id == "r1"
 
 
+async def test_a_stream_cut_before_done_is_an_error_not_a_silent_end() -> None:
+    def truncated(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=b": ping\n\n"
+        )
+
+    transport = httpx.MockTransport(truncated)
+    with (
+        Client("http://service.test", http_client=httpx.Client(transport=transport)) as client,
+        pytest.raises(APIConnectionError, match="ended before \\[DONE\\]"),
+    ):
+        list(client.stream("q"))
+    async with AsyncClient(
+        "http://service.test", http_client=httpx.AsyncClient(transport=transport)
+    ) as async_client:
+        with pytest.raises(APIConnectionError, match="ended before \\[DONE\\]"):
+            async for _ in await async_client.stream("q"):
+                pass
+
+
 def test_unreachable_service() -> None:
     with (
         Client(f"http://127.0.0.1:{free_port()}", max_retries=0) as client,

@@ -2,9 +2,13 @@
 
 import asyncio
 import json
+import sqlite3
 import time
+import uuid
+from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.agent.fake_policy import Script
 from tests.servers import free_port
@@ -62,6 +66,27 @@ def test_stream_sends_typed_events_then_done(service_url) -> None:  # type: igno
     ]
     assert "answer_delta" in kinds and kinds[-2] == "candidate" and kinds[-1] == "final"
     assert events[-1]["result"]["answer"] == "Crows are corvids [1]."
+
+
+def test_a_stream_that_fails_unexpectedly_still_ends_with_error_then_done(
+    service_url,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "feedback.sqlite"
+    with service_url(feedback_db=database) as base:
+        with sqlite3.connect(database) as broken:  # the store fails as the answer is recorded
+            broken.execute("DROP TABLE answers")
+        with httpx.stream(
+            "POST", f"{base}/answer", json={**QUESTION, "stream": True}, timeout=60
+        ) as response:
+            data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    assert json.loads(data[-2]) == {
+        "type": "error",
+        "episode": None,
+        "message": "internal error",  # no internals leak to the client
+        "error_type": "internal_error",
+    }
 
 
 def test_api_keys(service_url) -> None:  # type: ignore[no-untyped-def]
@@ -181,6 +206,17 @@ def test_ready_and_metrics(service_url) -> None:  # type: ignore[no-untyped-def]
     assert "webgpt_request_seconds_bucket" in text
 
 
+def test_metrics_label_routes_by_template_so_random_paths_add_no_series(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url() as base, httpx.Client() as client:
+        for i in range(1000):
+            assert client.get(f"{base}/no/such/{i}-{uuid.uuid4().hex}").status_code == 404
+        text = client.get(f"{base}/metrics").text
+    series = [line for line in text.splitlines() if line.startswith("webgpt_requests_total{")]
+    assert 'webgpt_requests_total{route="unmatched",status="404"} 1000.0' in text
+    assert not any("/no/such" in line for line in series)
+    assert len(series) <= 4, series
+
+
 def test_client_disconnect_cancels_the_answer(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
     script.delay_s = 0.5
     script.oracle_quote = None
@@ -245,3 +281,20 @@ def test_without_api_keys_the_service_only_listens_on_loopback() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5")
     with pytest.raises(ConfigurationError, match="WEBGPT_API_KEYS"):
         build_service(ServiceSettings(host="0.0.0.0", policy_url="http://x/v1", policy_model="m"))
+
+
+def test_serve_refuses_a_bad_port_or_host_before_starting(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.cli import main
+
+    for argv, problem in [
+        (["--port", "99999"], "port: Input should be less than or equal to 65535"),
+        (["--port", "0"], "port: Input should be greater than or equal to 1"),
+        (["--host", "not a host!"], "'not a host!' is neither an IP address nor a hostname"),
+    ]:
+        assert main(["serve", *argv]) == 1
+        assert problem in capsys.readouterr().err
+    monkeypatch.setenv("WEBGPT_PORT", "70000")
+    assert main(["serve"]) == 1
+    assert "less than or equal to 65535" in capsys.readouterr().err
