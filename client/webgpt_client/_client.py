@@ -20,6 +20,8 @@ from webgpt_client.types import Answer, Feedback
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 RETRIED_STATUSES = (429, 503)
+# Failures before the request left this process: the server cannot have acted on it.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 MAX_RETRY_AFTER_S = 30.0
 
 
@@ -78,10 +80,16 @@ class _BaseClient:
         failure.__cause__ = error
         return failure
 
-    def _should_retry(self, attempt: int, response: httpx.Response | None) -> bool:
+    def _should_retry(self, attempt: int, failure: WebGPTError) -> bool:
+        """Only what is safe to send again: a refusal the server sent before doing the work
+        (429, 503), or a request that never reached it. A read timeout or a dropped
+        connection after sending may have been processed: a repeated POST would record a
+        second answer or a duplicated comparison, which poisons training data."""
         if attempt >= self.max_retries:
             return False
-        return response is None or response.status_code in RETRIED_STATUSES
+        if isinstance(failure, APIStatusError):
+            return failure.status_code in RETRIED_STATUSES
+        return isinstance(failure.__cause__, NOT_SENT)
 
 
 class Client(_BaseClient):
@@ -149,7 +157,7 @@ class Client(_BaseClient):
                 response.read()
                 response.close()
                 failure = status_error(response)
-            if not self._should_retry(attempt, response):
+            if not self._should_retry(attempt, failure):
                 raise failure
             time.sleep(self._delay(attempt, response))
             attempt += 1
@@ -236,7 +244,7 @@ class AsyncClient(_BaseClient):
                 await response.aread()
                 await response.aclose()
                 failure = status_error(response)
-            if not self._should_retry(attempt, response):
+            if not self._should_retry(attempt, failure):
                 raise failure
             await asyncio.sleep(self._delay(attempt, response))
             attempt += 1

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from webgpt_client import (
     APIConnectionError,
+    APITimeoutError,
     AsyncClient,
     AuthenticationError,
     BadRequestError,
@@ -123,6 +124,34 @@ def test_retries_on_429_and_503_honour_retry_after() -> None:
     ):
         client.answer("q")
     assert caught.value.request_id == "r1"
+
+
+def test_a_post_that_may_have_been_processed_is_never_sent_twice() -> None:
+    def sent_and_timed_out(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        raise httpx.ReadTimeout("no response in time", request=request)
+
+    def never_connected(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    calls: list[str] = []
+    timing_out = httpx.Client(transport=httpx.MockTransport(sent_and_timed_out))
+    with Client("http://service.test", max_retries=3, http_client=timing_out) as client:
+        with pytest.raises(APITimeoutError):
+            client.feedback("ans_1", better=0, worse=1)
+        with pytest.raises(APITimeoutError):
+            client.answer("q")
+    assert calls == ["/feedback", "/answer"]  # one try each: the server may have acted
+
+    calls.clear()
+    refusing = httpx.Client(transport=httpx.MockTransport(never_connected))
+    with (
+        Client("http://service.test", max_retries=2, http_client=refusing) as client,
+        pytest.raises(APIConnectionError),
+    ):
+        client.feedback("ans_1", better=0, worse=1)
+    assert calls == ["/feedback"] * 3  # never reached the server: safe to send again
 
 
 async def test_a_stream_cut_before_done_is_an_error_not_a_silent_end() -> None:
