@@ -1,10 +1,12 @@
 """Policy hot reload benchmark: how long a swap takes, and what it does to answer latency.
 
-    .venv/bin/python benchmarks/policy_swap_bench.py [--clients 2] [--phase-s 90]
+    .venv/bin/python benchmarks/policy_swap_bench.py [--clients 2] [--phase-s 90] [--full-weights]
 
 `webgpt serve` follows a policy alias in a scratch registry (the embedded base, linked in,
 and the shipped behavior-cloned adapter published as two versions) and starts its own local
-vLLM server with runtime LoRA loading, as a fresh clone does. `clients` loops ask questions
+vLLM server with runtime LoRA loading, as a fresh clone does. With --full-weights the two
+versions are the default merged into full weights, so the swap is blue/green: a second
+vLLM process starts for the promoted version. `clients` loops ask questions
 of the default offline web: a steady phase, then the second version is promoted and the
 loops go on for another phase. Prints the swap time (promote to the service counting the
 reload: load + canaries) and answer latency p50/p99 in steady state, during the swap and
@@ -28,7 +30,13 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.model import BASE_VERSION, SHIPPED_ADAPTER, policy_dir, prepare_base_model  # noqa: E402
+from agent.model import (  # noqa: E402
+    BASE_VERSION,
+    SHIPPED_ADAPTER,
+    policy_dir,
+    prepare_base_model,
+    prepare_default_model,
+)
 from agent.registry import PolicyRegistry  # noqa: E402
 from tests.servers import free_port  # noqa: E402
 
@@ -103,14 +111,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--phase-s", type=float, default=90.0)
+    parser.add_argument("--full-weights", action="store_true", help="swap merged versions")
     args = parser.parse_args()
     prepare_base_model(print)
     with tempfile.TemporaryDirectory() as scratch:
         registry = PolicyRegistry(Path(scratch) / "policy")
         registry.root.mkdir()
         (registry.root / BASE_VERSION).symlink_to(policy_dir(BASE_VERSION))
-        registry.publish(SHIPPED_ADAPTER, "swap-a")
-        registry.publish(SHIPPED_ADAPTER, "swap-b")
+        version = prepare_default_model(print) if args.full_weights else SHIPPED_ADAPTER
+        registry.publish(version, "swap-a")
+        registry.publish(version, "swap-b")
         registry.promote("swap-a")
         port = free_port()
         env = {
@@ -141,7 +151,7 @@ def main() -> None:
         finally:
             service.send_signal(signal.SIGTERM)
             service.wait(timeout=120)
-    print(json.dumps({"clients": args.clients, "phase_s": args.phase_s}))
+    print(json.dumps(vars(args)))
 
 
 if __name__ == "__main__":
