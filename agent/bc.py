@@ -34,7 +34,7 @@ from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from browser.commands import parse_command
 from browser.errors import InvalidCommand
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import discard, load_manifest, load_usable_manifest, publish
+from reward.checkpoints import discard, load_usable_manifest, publish
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -197,6 +197,11 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         TrainingArguments,
     )
 
+    # checked before any data or weights are loaded, so a wrong adapter fails at once
+    parent = config.base_version or str(config.base)
+    if config.init_adapter is not None:
+        parent = _adapter_to_continue(config)
+    as_adapter = config.lora_rank > 0 or config.init_adapter is not None
     demos, report = load_demonstrations(config.demonstrations, splits=["train", None])
     log(report.summary())
     if not demos:
@@ -226,10 +231,10 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     held_prompts = [e.prompt for e in val_examples if e.kind == "command"][
         : config.validity_prompts
     ]
-    validity_before = command_validity(model, tokenizer, held_prompts)
-    log(f"valid unguided commands on held-out prompts before training: {validity_before:.2f}")
     if config.init_adapter is not None:
-        model = _continued_adapter(model, config)
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True)
     elif config.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
 
@@ -246,11 +251,9 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
                 task_type="CAUSAL_LM",
             ),
         )
-    validity_start = (
-        command_validity(model, tokenizer, held_prompts)
-        if config.init_adapter is not None
-        else validity_before
-    )
+    # a fresh adapter starts as the base (LoRA's B is zero); a continued one as it ended
+    validity_before = command_validity(model, tokenizer, held_prompts)
+    log(f"valid unguided commands on held-out prompts before training: {validity_before:.2f}")
     step_losses: list[float] = []
 
     class _LossLog(TrainerCallback):
@@ -310,8 +313,8 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     log(f"valid unguided commands on held-out prompts after training: {validity_after:.2f}")
     metrics: dict[str, Any] = {
         "trained": True,
-        "method": "bc-lora" if config.lora_rank > 0 or config.init_adapter else "bc-full",
-        "parent": _parent_version(config),
+        "method": "bc-lora" if as_adapter else "bc-full",
+        "parent": parent,
         "data_sha256": data_digest(config.demonstrations),
         "demonstrations_by_source": report.by_source,
         "train_examples": len(train_rows),
@@ -326,7 +329,7 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
             / max(float(train_output.metrics.get("train_runtime", 1.0)), 1e-9),
             1,
         ),
-        "valid_unguided_commands": {"before": validity_start, "after": validity_after},
+        "valid_unguided_commands": {"before": validity_before, "after": validity_after},
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "peak_accelerator_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)
         if torch.cuda.is_available()
@@ -339,9 +342,7 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     try:
         # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
         trained.to(torch.bfloat16).save_pretrained(staging)
-        if (
-            config.lora_rank == 0 and config.init_adapter is None
-        ):  # an adapter is merged into its base, tokenizer included
+        if not as_adapter:  # full weights are a whole model: the tokenizer goes with them
             tokenizer.save_pretrained(staging)
         (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
         publish(
@@ -362,10 +363,9 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     return BCResult(checkpoint, metrics, step_losses)
 
 
-def _continued_adapter(model: Any, config: BCTrainConfig) -> Any:
-    """The base with a trainable copy of config.init_adapter, checked to be made for it."""
-    from peft import PeftModel
-
+def _adapter_to_continue(config: BCTrainConfig) -> str:
+    """The version of config.init_adapter, once it is checked to be an intact LoRA adapter
+    of this base; a DataError (or CheckpointError) says what is wrong otherwise."""
     assert config.init_adapter is not None
     manifest = load_usable_manifest(config.init_adapter, kind="policy", verify=True)
     if config.base_version and manifest.base_model != config.base_version:
@@ -375,14 +375,7 @@ def _continued_adapter(model: Any, config: BCTrainConfig) -> Any:
         )
     if not (config.init_adapter / "adapter_config.json").is_file():
         raise DataError(f"{config.init_adapter} holds full weights, not a LoRA adapter")
-    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True)
-
-
-def _parent_version(config: BCTrainConfig) -> str:
-    """What this checkpoint was trained from: the adapter it continues, else the base."""
-    if config.init_adapter is not None:
-        return load_manifest(config.init_adapter).version
-    return config.base_version or str(config.base)
+    return manifest.version
 
 
 def _jsonable(value: Any) -> Any:

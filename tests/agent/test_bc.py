@@ -11,6 +11,7 @@ from agent.demonstrations import write_demonstrations
 from agent.errors import DataError
 from browser.web import Web
 from reward.checkpoints import load_manifest
+from reward.errors import CheckpointError
 from tests.agent.test_demonstrations import scripted_demos
 
 
@@ -155,19 +156,21 @@ async def test_training_continues_an_adapter_from_its_weights(
     }
     assert set(weights["first"]) == set(weights["second"])
     assert any(not weights["first"][k].equal(weights["second"][k]) for k in weights["first"])
-    other = tmp_path / "registry" / "bc-1"
-    with pytest.raises(DataError, match="trained on 'tiny', not on the base 'other'"):
-        train_bc(
-            BCTrainConfig(
-                demonstrations=[demo_file],
-                base=base,
-                base_version="other",
-                out=tmp_path / "registry",
-                version="bc-3",
-                init_adapter=other,
-            ),
-            log=lambda _: None,
+    for base_version, adapter, refusal in [
+        ("other", first.checkpoint, "trained on 'tiny', not on the base 'other'"),
+        ("tiny", base, "has no readable manifest"),  # a model folder, not a checkpoint
+    ]:
+        bad = BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            base_version=base_version,
+            out=tmp_path / "registry",
+            version="bc-3",
+            init_adapter=adapter,
         )
+        with pytest.raises((DataError, CheckpointError), match=refusal):
+            train_bc(bad, log=lambda _: None)
+    assert not (tmp_path / "registry" / "bc-3").exists()
 
 
 async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path) -> None:

@@ -144,6 +144,30 @@ async def steady_load(base: str, clients: int, stop: asyncio.Event, done: list[O
         await asyncio.gather(*(client(http) for _ in range(clients)))
 
 
+async def promote_under_load(
+    base: str,
+    clients: int,
+    settle_s: float,
+    promote: Callable[[], None],
+    swapped: Callable[[list[Outcome]], bool],
+    timeout_s: float,
+) -> tuple[list[Outcome], float]:
+    """Steady load; after settle_s, promote; once swapped(outcomes so far), settle_s more,
+    then stop. Every request's outcome, and when the promote happened."""
+    stop, done = asyncio.Event(), []  # type: ignore[var-annotated]
+    load = asyncio.create_task(steady_load(base, clients, stop, done))
+    await asyncio.sleep(settle_s)
+    promoted = time.monotonic()
+    promote()
+    async with asyncio.timeout(timeout_s):
+        while not swapped(done):
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(settle_s)
+    stop.set()
+    await load
+    return done, promoted
+
+
 def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
@@ -152,22 +176,16 @@ def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
     script.answers = ["Crows are corvids [1]."] * 10_000
     script.delay_s = 0.02  # each policy call takes a while, so swaps meet answers in flight
 
-    async def scenario(base: str) -> tuple[list[Outcome], float]:
-        stop, done = asyncio.Event(), []
-        load = asyncio.create_task(steady_load(base, 6, stop, done))
-        await asyncio.sleep(1.0)
-        promoted = time.monotonic()
-        registry.promote("v2")
-        while "v2" not in script.adapters or "v1" in script.adapters:  # swapped and drained
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(1.0)
-        stop.set()
-        await load
-        return done, promoted
+    def swapped_and_drained(_: list[Outcome]) -> bool:
+        return "v2" in script.adapters and "v1" not in script.adapters
 
     with policy_service(offline_store, policy_url, registry.current, tmp_path) as base:
         assert set(script.adapters) == {"v1"}  # the first version, loaded at start-up
-        done, promoted = asyncio.run(scenario(base))
+        done, promoted = asyncio.run(
+            promote_under_load(
+                base, 6, 1.0, lambda: registry.promote("v2"), swapped_and_drained, 30
+            )
+        )
         counts = reloads(base)
         loaded = set(script.adapters)
 

@@ -7,7 +7,6 @@ better.
 """
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from agent.registry import PolicyRegistry
 from agent.vllm_server import RunningServer, ServerConfig, serves, start, stop
 from service.policies import VLLMLauncher
 from tests.servers import free_port
-from tests.service.test_policy_reload import Outcome, policy_service, steady_load
+from tests.service.test_policy_reload import Outcome, policy_service, promote_under_load
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +33,11 @@ def lora_vllm() -> Iterator[RunningServer]:
     stop(running)
 
 
+def serves_b(done: list[Outcome]) -> bool:
+    """True once an answer came from the promoted version (bc-b or full-b)."""
+    return any(version.endswith("-b") for *_, version in done)
+
+
 def test_the_real_server_swaps_versions_under_load(
     offline_store: Path, lora_vllm: RunningServer, tmp_path: Path
 ) -> None:
@@ -42,24 +46,12 @@ def test_the_real_server_swaps_versions_under_load(
     registry.publish(SHIPPED_ADAPTER, "bc-b")
     registry.promote("bc-a")
 
-    async def scenario(base: str) -> tuple[list[Outcome], float]:
-        stop_load, done = asyncio.Event(), []
-        load = asyncio.create_task(steady_load(base, 2, stop_load, done))  # 2 answers at a time
-        await asyncio.sleep(15)
-        promoted = time.monotonic()
-        registry.promote("bc-b")
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and not any(v == "bc-b" for *_, v in done):
-            await asyncio.sleep(1)
-        await asyncio.sleep(15)
-        stop_load.set()
-        await load
-        return done, promoted
-
     with policy_service(
         offline_store, lora_vllm.url, registry.current, tmp_path, base_model=BASE_VERSION
     ) as base:
-        done, promoted = asyncio.run(scenario(base))
+        done, promoted = asyncio.run(  # 2 answers at a time
+            promote_under_load(base, 2, 15, lambda: registry.promote("bc-b"), serves_b, 600)
+        )
 
     assert {status for _, _, status, _ in done} == {200}, done
     assert all(version == "bc-a" for started, _, _, version in done if started < promoted)
@@ -77,21 +69,6 @@ def test_full_weights_are_switched_blue_green_to_a_second_real_vllm(
     registry.promote("bc-a")
     launcher = VLLMLauncher()
 
-    async def scenario(base: str) -> tuple[list[Outcome], float, str]:
-        stop_load, done = asyncio.Event(), []
-        load = asyncio.create_task(steady_load(base, 2, stop_load, done))
-        await asyncio.sleep(15)
-        promoted = time.monotonic()
-        registry.promote("full-b")
-        async with asyncio.timeout(900):  # a second vLLM starts, then the canary
-            while not any(v == "full-b" for *_, v in done):
-                await asyncio.sleep(1)
-        url = launcher.running["full-b"].url
-        await asyncio.sleep(15)
-        stop_load.set()
-        await load
-        return done, promoted, url
-
     with policy_service(
         offline_store,
         lora_vllm.url,
@@ -100,7 +77,10 @@ def test_full_weights_are_switched_blue_green_to_a_second_real_vllm(
         base_model=BASE_VERSION,
         launcher=launcher,
     ) as base:
-        done, promoted, url = asyncio.run(scenario(base))
+        done, promoted = asyncio.run(  # a second vLLM starts, then the canary: up to 900 s
+            promote_under_load(base, 2, 15, lambda: registry.promote("full-b"), serves_b, 900)
+        )
+        url = launcher.running["full-b"].url
         assert serves(url, "full-b")
 
     assert {status for _, _, status, _ in done} == {200}, done
