@@ -43,6 +43,12 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     max_model_len: int = 4096
     kv_cache_gib: int = 2  # CPU build only (VLLM_CPU_KVCACHE_SPACE)
+    # CPU build only (VLLM_CPU_OMP_THREADS_BIND). "auto" pins the worker's OpenMP threads to
+    # all cores but one; a second process on "auto" pins to the same cores and the two
+    # spin against each other, so a process started beside a serving one uses "nobind".
+    cpu_bind: str = field(
+        default_factory=lambda: os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+    )
     dtype: str = field(default_factory=lambda: default_dtype())
     # Serve LoRA adapters loaded at run time (/v1/load_lora_adapter): policy hot reload.
     # Rank is the largest adapter rank accepted; max_loras the versions served at once (the
@@ -84,7 +90,11 @@ class ServerConfig:
                 "--max-loras", str(self.max_loras)]  # fmt: skip
 
     def env(self) -> dict[str, str]:
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)}
+        env = {
+            **os.environ,
+            "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib),
+            "VLLM_CPU_OMP_THREADS_BIND": self.cpu_bind,
+        }
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
         if self.runtime_lora:
             env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"

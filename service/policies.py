@@ -156,7 +156,11 @@ class VLLMLauncher:
     running: dict[str, RunningServer] = field(default_factory=dict)
 
     async def start(self, folder: Path, version: str) -> str:
-        config = ServerConfig(model_dir=folder, served_name=version, port=free_port())
+        # Started beside the serving process: its threads float rather than pin onto the
+        # cores the serving one is pinned to (CPU build; no effect on a GPU).
+        config = ServerConfig(
+            model_dir=folder, served_name=version, port=free_port(), cpu_bind="nobind"
+        )
         log_event("policy_process_starting", version, config.url)
         running = await asyncio.to_thread(
             start, config, lambda line: None, self.start_timeout_s, False
