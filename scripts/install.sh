@@ -7,7 +7,8 @@ trap 'echo "install.sh failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 
 # docker-compose (v1) only parses deploy/docker-compose.yml in the tests; no engine runs.
-APT_PACKAGES=(chromium python3.11-doc docker-compose)
+# postgresql: the tests start a throwaway server to run the feedback store on it.
+APT_PACKAGES=(chromium python3.11-doc docker-compose postgresql)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)

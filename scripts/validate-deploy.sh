@@ -11,6 +11,7 @@ echo "hadolint: deploy/*.Dockerfile"
 
 echo "compose: deploy/docker-compose.yml (+ docker-compose.reward.yml)"
 export WEBGPT_API_KEYS=validate SEARXNG_SECRET=validate REWARD_VERSION=validate
+export POSTGRES_PASSWORD=validate
 docker-compose -f deploy/docker-compose.yml config -q
 docker-compose -f deploy/docker-compose.yml -f deploy/docker-compose.reward.yml config -q
 
@@ -57,5 +58,13 @@ def objects(folder):
 
 for kustomization in sorted(pathlib.Path("deploy/k8s").rglob("kustomization.yaml")):
     objects(kustomization.parent)
+
+# Feedback lives in the shared database, never in a pod's or container's own storage.
+deployment = next(yaml.safe_load_all(pathlib.Path("deploy/k8s/base/service.yaml").read_text()))
+compose = yaml.safe_load(pathlib.Path("deploy/docker-compose.yml").read_text())
+k8s_env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+for where, env in (("k8s", k8s_env), ("compose", set(compose["services"]["webgpt"]["environment"]))):
+    if "WEBGPT_DATABASE_URL" not in env or "WEBGPT_FEEDBACK_DB" in env:
+        sys.exit(f"{where}: the service must store feedback through WEBGPT_DATABASE_URL")
 PY
 echo "deploy/ is valid"

@@ -57,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--store", type=Path, default=None, help="offline web file")
     export.add_argument(
-        "--db", type=Path, default=None, help="default: $WEBGPT_HOME/feedback.sqlite"
+        "--db",
+        default=None,
+        help="a SQLite file or a PostgreSQL URL; default: $WEBGPT_DATABASE_URL, else "
+        "$WEBGPT_FEEDBACK_DB or $WEBGPT_HOME/feedback.sqlite",
     )
     export.add_argument("--out", type=Path, default=None)
     export.set_defaults(run=_export_feedback)
@@ -65,13 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _export_feedback(args: argparse.Namespace) -> int:
-    from browser.offline import webgpt_home
-    from service.store import FeedbackStore
+    from service.settings import ServiceSettings
+    from service.store import FeedbackStore, is_url
 
-    path = args.db or webgpt_home() / "feedback.sqlite"
-    if not path.is_file():
-        raise SystemExit(f"error: no feedback database at {path}")
-    store = FeedbackStore(path)
+    database: str | Path
+    if args.db is None:
+        database = ServiceSettings().database()
+    else:
+        database = args.db if is_url(args.db) else Path(args.db)
+    if isinstance(database, Path) and not database.is_file():
+        raise SystemExit(f"error: no feedback database at {database}")
+    store = FeedbackStore(database)
     try:
         if args.demonstrations:
             lines = asyncio.run(_replayed_demonstrations(store, args.store))

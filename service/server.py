@@ -7,7 +7,6 @@ import uvicorn
 
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
-from browser.offline import webgpt_home
 from browser.web import Web, WebOptions
 from reward.checkpoints import load_manifest
 from service.app import create_app
@@ -39,7 +38,7 @@ def build_service(settings: ServiceSettings) -> AnswerService:
         raise ConfigurationError("set the policy URL and model together")
     key = settings.policy_key.get_secret_value() if settings.policy_key else None
     web = Web(WebOptions.from_env(engine=settings.engine))
-    store = FeedbackStore(settings.feedback_db or webgpt_home() / "feedback.sqlite")
+    store = FeedbackStore(settings.database())
     if settings.policy_checkpoint is not None:
         versions = policy_versions(settings, web, key)
         return AnswerService(settings, web, None, scorer, Metrics(), store, versions)

@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from browser.offline import webgpt_home
+
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
@@ -17,7 +19,7 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WEBGPT_", extra="ignore", env_ignore_empty=True)
 
     host: str = "127.0.0.1"
-    port: int = Field(8080, ge=1, le=65535)
+    port: int = Field(default=8080, ge=1, le=65535)
 
     @field_validator("host")
     @classmethod
@@ -38,7 +40,7 @@ class ServiceSettings(BaseSettings):
     # vLLM server at policy_url, whose policy_model is then the adapters' base; without
     # policy_url, into a local vLLM server of that base that the service starts.
     policy_checkpoint: Path | None = None
-    policy_reload_s: float = Field(10.0, ge=0)  # how often to re-resolve it; 0: never
+    policy_reload_s: float = Field(default=10.0, ge=0)  # how often to re-resolve it; 0: never
     # Questions a new version must answer (cited, no refused command) before it serves.
     policy_canaries: list[str] = ["Who wrote the novel Pride and Prejudice?"]
     reward_model: Path | None = None  # None: n must be 1
@@ -48,18 +50,26 @@ class ServiceSettings(BaseSettings):
     reward_key: SecretStr | None = None
     # How often to re-resolve reward_model (an alias like registry/reward/current) and swap
     # in the version it names (service.scoring); 0: never.
-    reward_reload_s: float = Field(10.0, ge=0)
+    reward_reload_s: float = Field(default=10.0, ge=0)
     # Comma-separated bearer keys. None configured = local-only development mode: the
     # service refuses to listen on anything but loopback.
     api_keys: str = ""
-    max_concurrent_requests: int = Field(8, ge=1)  # answers computed at once
-    max_waiting_requests: int = Field(32, ge=0)  # beyond this, 429 with Retry-After
-    max_request_bytes: int = Field(64 * 1024, ge=1024)
-    max_question_chars: int = Field(2000, ge=10)
-    max_n: int = Field(16, ge=1)
-    max_actions_limit: int = Field(200, ge=1)
-    retry_after_s: int = Field(5, ge=1)
-    feedback_db: Path | None = None  # None: $WEBGPT_HOME/feedback.sqlite
+    max_concurrent_requests: int = Field(default=8, ge=1)  # answers computed at once
+    max_waiting_requests: int = Field(default=32, ge=0)  # beyond this, 429 with Retry-After
+    max_request_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_question_chars: int = Field(default=2000, ge=10)
+    max_n: int = Field(default=16, ge=1)
+    max_actions_limit: int = Field(default=200, ge=1)
+    retry_after_s: int = Field(default=5, ge=1)
+    # Where answers and feedback are stored (service.store): a PostgreSQL URL shared by
+    # every replica, or else the SQLite file feedback_db ($WEBGPT_HOME/feedback.sqlite).
+    database_url: SecretStr | None = None
+    feedback_db: Path | None = None
+
+    def database(self) -> str | Path:
+        if self.database_url is not None:
+            return self.database_url.get_secret_value()
+        return self.feedback_db or webgpt_home() / "feedback.sqlite"
 
     def api_key_list(self) -> list[str]:
         return [key.strip() for key in self.api_keys.split(",") if key.strip()]

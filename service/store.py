@@ -1,54 +1,131 @@
-"""Answers and human feedback in SQLite: what the reward model and BC will train on.
+"""Answers and human feedback: what the reward model and BC will train on.
 
 Every answer the service gives is recorded (with its candidates' quotes and answers), so a
 comparison only names an answer id and two candidates; the export rebuilds the full text
-in the reward trainer's JSONL format (reward.data). WAL mode and a commit per write: nothing
-accepted is lost across restarts.
+in the reward trainer's JSONL format (reward.data).
+
+One schema on two databases (docs/deploy.md, "Feedback database"): a SQLite file, the
+embedded default for one process, or PostgreSQL (WEBGPT_DATABASE_URL) shared by every
+replica. SQLAlchemy Core writes the same statements for both; Alembic migrations in
+service/migrations bring any database to the current schema when a store opens it. Each
+write commits before it returns (SQLite: WAL with synchronous=FULL; PostgreSQL: its default
+synchronous commit), so nothing acknowledged is lost when the process dies.
 """
 
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.dialects import postgresql, sqlite
+
 from agent.answer import AnswerResult
+from agent.errors import ConfigurationError
 from service.errors import InvalidRequest
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (
-    id TEXT PRIMARY KEY, question TEXT NOT NULL, created REAL NOT NULL, result TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS comparisons (
-    id INTEGER PRIMARY KEY, answer_id TEXT NOT NULL REFERENCES answers(id),
-    a INTEGER NOT NULL, b INTEGER NOT NULL,
-    preference TEXT NOT NULL CHECK (preference IN ('a', 'b', 'tie')),
-    note TEXT, created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS demonstrations (
-    id INTEGER PRIMARY KEY, question TEXT NOT NULL, episode TEXT NOT NULL, created REAL NOT NULL
-);
-"""
+MIGRATIONS = Path(__file__).parent / "migrations"
+# Replicas starting together take turns migrating (PostgreSQL advisory lock id).
+MIGRATION_LOCK = 0x77656267  # "webg"
+
+METADATA = sa.MetaData()
+ANSWERS = sa.Table(
+    "answers",
+    METADATA,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("result", sa.Text, nullable=False),  # the AnswerResult as JSON
+)
+COMPARISONS = sa.Table(
+    "comparisons",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("answer_id", sa.Text, sa.ForeignKey("answers.id"), nullable=False),
+    sa.Column("a", sa.Integer, nullable=False),  # the better candidate (or one side of a tie)
+    sa.Column("b", sa.Integer, nullable=False),
+    sa.Column("preference", sa.Text, nullable=False),
+    sa.Column("note", sa.Text),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.CheckConstraint("preference IN ('a', 'b', 'tie')", name="preference_kind"),
+)
+DEMONSTRATIONS = sa.Table(
+    "demonstrations",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("episode", sa.Text, nullable=False),  # the posted demonstration as JSON
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+
+def is_url(database: str) -> bool:
+    return "://" in database
+
+
+def database_url(database: str | Path) -> str:
+    """A SQLAlchemy URL: a path is a SQLite file (its folder created), a URL is kept."""
+    if isinstance(database, Path):
+        database.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{database}"
+    if database.startswith(("postgresql://", "postgres://")):
+        # The psycopg 3 driver; "postgres://" is the form many hosting services hand out.
+        return "postgresql+psycopg://" + database.split("://", 1)[1]
+    return database
 
 
 class FeedbackStore:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
-        self._lock = threading.Lock()
+    def __init__(self, database: str | Path) -> None:
+        try:
+            url = sa.make_url(database_url(database))
+        except sa.exc.ArgumentError:
+            raise ConfigurationError("the feedback database URL cannot be parsed") from None
+        if url.get_backend_name() not in ("sqlite", "postgresql"):
+            shown = url.render_as_string(hide_password=True)
+            raise ConfigurationError(f"the feedback database must be SQLite or PostgreSQL: {shown}")
+        self.engine = sa.create_engine(url, pool_pre_ping=True)
+        if self.engine.dialect.name == "sqlite":
+            sa.event.listen(self.engine, "connect", _durable_sqlite)
+        try:
+            self._migrate()
+        except sa.exc.OperationalError as error:
+            self.engine.dispose()
+            raise ConfigurationError(
+                f"cannot open the feedback database {self.description}: {error.orig}"
+            ) from None
+
+    @property
+    def description(self) -> str:
+        """The URL without its password, for logs and errors."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def _migrate(self) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
 
     def record_answer(self, result: AnswerResult) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
-                (result.id, result.question, time.time(), result.model_dump_json()),
-            )
+        row = {
+            "id": result.id,
+            "question": result.question,
+            "created": time.time(),
+            "result": result.model_dump_json(),
+        }
+        insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        statement = insert(ANSWERS).values(row)
+        statement = statement.on_conflict_do_update(
+            index_elements=[ANSWERS.c.id],
+            set_={"question": statement.excluded.question, "result": statement.excluded.result},
+        )
+        with self.engine.begin() as connection:
+            connection.execute(statement)
 
     def add_comparison(
         self, answer_id: str, better: int, worse: int, tie: bool, note: str | None
@@ -60,39 +137,47 @@ class FeedbackStore:
         for index in (better, worse):
             if not result["candidates"][index]["answer"]:
                 raise InvalidRequest(f"candidate {index} has no answer to compare")
-        with self._lock:
-            cursor = self._db.execute(
-                "INSERT INTO comparisons (answer_id, a, b, preference, note, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (answer_id, better, worse, "tie" if tie else "a", note, time.time()),
+        row = {
+            "answer_id": answer_id,
+            "a": better,
+            "b": worse,
+            "preference": "tie" if tie else "a",
+            "note": note,
+            "created": time.time(),
+        }
+        with self.engine.begin() as connection:
+            inserted = connection.execute(
+                COMPARISONS.insert().values(row).returning(COMPARISONS.c.id)
             )
-        return int(cursor.lastrowid or 0)
+            return int(inserted.scalar_one())
 
     def add_demonstration(self, question: str, episode: dict[str, Any]) -> int:
-        with self._lock:
-            cursor = self._db.execute(
-                "INSERT INTO demonstrations (question, episode, created) VALUES (?, ?, ?)",
-                (question, json.dumps(episode), time.time()),
+        row = {"question": question, "episode": json.dumps(episode), "created": time.time()}
+        with self.engine.begin() as connection:
+            inserted = connection.execute(
+                DEMONSTRATIONS.insert().values(row).returning(DEMONSTRATIONS.c.id)
             )
-        return int(cursor.lastrowid or 0)
+            return int(inserted.scalar_one())
 
     def _answer(self, answer_id: str) -> dict[str, Any]:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT result FROM answers WHERE id = ?", (answer_id,)
-            ).fetchone()
-        if row is None:
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                sa.select(ANSWERS.c.result).where(ANSWERS.c.id == answer_id)
+            ).scalar_one_or_none()
+        if found is None:
             raise InvalidRequest(f"unknown answer id {answer_id!r}")
-        result: dict[str, Any] = json.loads(row[0])
+        result: dict[str, Any] = json.loads(found)
         return result
 
     def export_comparisons(self) -> Iterator[dict[str, Any]]:
         """Rows in the reward trainer's JSONL format (reward.data, "our own")."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT c.a, c.b, c.preference, a.result FROM comparisons c "
-                "JOIN answers a ON a.id = c.answer_id ORDER BY c.id"
-            ).fetchall()
+        query = (
+            sa.select(COMPARISONS.c.a, COMPARISONS.c.b, COMPARISONS.c.preference, ANSWERS.c.result)
+            .join(ANSWERS, ANSWERS.c.id == COMPARISONS.c.answer_id)
+            .order_by(COMPARISONS.c.id)
+        )
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
         for a, b, preference, result_json in rows:
             result = json.loads(result_json)
             sides = []
@@ -115,12 +200,20 @@ class FeedbackStore:
 
     def export_demonstrations(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
         """(id, question, the posted demonstration) for every stored demonstration."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id, question, episode FROM demonstrations ORDER BY id"
-            ).fetchall()
+        query = sa.select(
+            DEMONSTRATIONS.c.id, DEMONSTRATIONS.c.question, DEMONSTRATIONS.c.episode
+        ).order_by(DEMONSTRATIONS.c.id)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
         for row_id, question, episode in rows:
             yield int(row_id), question, json.loads(episode)
 
     def close(self) -> None:
-        self._db.close()
+        self.engine.dispose()
+
+
+def _durable_sqlite(connection: Any, _record: Any) -> None:
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=FULL")
+    connection.execute("PRAGMA foreign_keys=ON")
+    connection.execute("PRAGMA busy_timeout=10000")  # another process or replica writing

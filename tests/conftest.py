@@ -92,3 +92,22 @@ def service_url(offline_store: Path, policy_url: str) -> Callable[..., contextma
             yield base
 
     return start
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A real PostgreSQL server for the session (tests/postgres.py); its admin URL."""
+    from tests.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """Each store test runs on a SQLite file and on a fresh database of a real PostgreSQL."""
+    if request.param == "sqlite":
+        return tmp_path / "feedback.sqlite"
+    from tests.postgres import fresh_database
+
+    return fresh_database(request.getfixturevalue("postgres"))
