@@ -2,13 +2,18 @@
 
 Chromium never touches the network itself: every request a page makes is intercepted and
 either answered from our guarded HttpFetcher (so the SSRF guard and fetch limits apply to
-each sub-request) or aborted. Host resolution is mapped to nothing as a second wall,
-WebSockets are answered by an unconnected mock, and service workers are blocked.
+each sub-request) or aborted. WebSockets are answered by an unconnected mock and service
+workers are blocked. What bypasses request interception (preconnects, DNS prefetch,
+WebRTC) meets more walls: host resolution is mapped to nothing, all traffic, loopback
+included, is sent to a proxy that is a bound socket nobody listens on (every connection
+is refused), WebRTC may use no UDP that does not go through that proxy (so none), and
+network prediction is off.
 """
 
 import asyncio
 import contextlib
 import logging
+import socket
 from dataclasses import dataclass, field
 
 from playwright.async_api import Browser, Playwright, Route, WebSocketRoute, async_playwright
@@ -30,7 +35,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-bypass-list=<-loopback>",  # loopback too goes to the black-hole proxy
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--dns-prefetch-disable",
+    "--disable-features=NetworkPrediction,Prerender2,PreconnectToSearch,DnsOverHttps",
     "--disable-dev-shm-usage",
 ]
 # Sub-resources that cannot change the page's text are never fetched.
@@ -51,6 +60,7 @@ class ChromiumRenderer:
     _browser: Browser | None = field(default=None, init=False, repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     _slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
+    _black_hole: socket.socket | None = field(default=None, init=False, repr=False)
 
     async def render(self, url: str) -> Document:
         """The page's HTML after its scripts ran."""
@@ -112,9 +122,12 @@ class ChromiumRenderer:
             if self._browser is None or not self._browser.is_connected():
                 if self._playwright is None:
                     self._playwright = await async_playwright().start()
+                if self._black_hole is None:
+                    self._black_hole = black_hole()
+                proxy = f"http://127.0.0.1:{self._black_hole.getsockname()[1]}"
                 self._browser = await self._playwright.chromium.launch(
                     executable_path=self.executable_path,
-                    args=CHROMIUM_ARGS,
+                    args=[*CHROMIUM_ARGS, f"--proxy-server={proxy}"],
                     headless=True,
                     chromium_sandbox=False,
                 )
@@ -128,6 +141,17 @@ class ChromiumRenderer:
         if self._playwright is not None:
             await self._playwright.stop()
             self._playwright = None
+        if self._black_hole is not None:
+            self._black_hole.close()
+            self._black_hole = None
+
+
+def black_hole() -> socket.socket:
+    """A loopback port held bound but never listened on: connecting to it is refused, and
+    no other process can start listening there while it is held."""
+    hole = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    hole.bind(("127.0.0.1", 0))
+    return hole
 
 
 async def _refuse_websocket(websocket: WebSocketRoute) -> None:

@@ -89,8 +89,10 @@ class PageLoader:
     def _wants_js(self, page: Page) -> bool:
         if self.js is None or self.js_mode != "auto" or page.kind != "html":
             return False
+        # Only a page whose scripts could build its text: an empty static page (or one
+        # whose scripts are all JSON data) gains nothing from a browser but the risk.
         words = sum(len(line.split()) for line in page.lines)
-        return words < JS_FALLBACK_MAX_WORDS and page.url not in ("", None)
+        return page.scripted and words < JS_FALLBACK_MAX_WORDS and page.url not in ("", None)
 
     async def _render(self, document: Document) -> Page:
         kind = _document_kind(document)

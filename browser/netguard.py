@@ -23,6 +23,10 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _6TO4 = ipaddress.ip_network("2002::/16")
+# Native IPv6 reaches the internet only from global unicast; everything outside it
+# (IPv4-compatible ::a.b.c.d, discard-only 100::/64, multicast, ...) is refused outright,
+# so a range Python's is_global does not know yet cannot slip through.
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 _EXTRA_BLOCKED = (
     ipaddress.ip_network("100.64.0.0/10"),  # CGNAT
     ipaddress.ip_network("192.0.0.0/24"),  # IETF protocol assignments
@@ -30,6 +34,10 @@ _EXTRA_BLOCKED = (
     ipaddress.ip_network("fc00::/7"),  # unique local
     ipaddress.ip_network("fe80::/10"),  # link-local
     ipaddress.ip_network("fec0::/10"),  # site-local (deprecated, still routed by some)
+    ipaddress.ip_network("3fff::/20"),  # documentation (RFC 9637)
+    ipaddress.ip_network("5f00::/16"),  # segment routing SIDs (RFC 9602)
+    ipaddress.ip_network("2001:db8::/32"),  # documentation
+    ipaddress.ip_network("2001::/23"),  # IETF protocol assignments (Teredo handled above)
 )
 
 
@@ -44,7 +52,7 @@ def is_public_address(address: IPAddress) -> bool:
             return all(is_public_address(a) for a in address.teredo)
         if any(address in net for net in _NAT64):
             return is_public_address(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-        if address in _6TO4:
+        if address in _6TO4 or address not in _GLOBAL_UNICAST:
             return False
     if any(address in net for net in _EXTRA_BLOCKED):
         return False

@@ -71,6 +71,7 @@ class Page:
     lines: tuple[str, ...]
     links: Mapping[int, Link] = field(default_factory=dict)
     kind: PageKind = "html"
+    scripted: bool = False  # HTML with scripts that run: worth rendering in Chromium
 
     @property
     def domain(self) -> str:

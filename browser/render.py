@@ -98,8 +98,13 @@ class RenderOptions:
 
 
 def is_blocked(domain: str, blocked_domains: Collection[str]) -> bool:
-    """True when domain is a blocked domain or one of its subdomains."""
-    return any(domain == d or domain.endswith("." + d) for d in blocked_domains)
+    """True when domain is a blocked domain or one of its subdomains. A trailing dot (the
+    fully qualified "reddit.com.", which resolves the same) does not escape it."""
+    domain = domain.lower().rstrip(".")
+    return any(
+        domain == d or domain.endswith("." + d)
+        for d in (b.lower().rstrip(".") for b in blocked_domains)
+    )
 
 
 def render_html(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:
@@ -116,10 +121,11 @@ def render_html(body: bytes, url: str, charset: str | None, options: RenderOptio
         return error_page(url, "The page has no readable content.")
     base = _base_url(doc, url)
     title = _title_of(doc) or _last_path_segment(url)
+    scripted = _runs_scripts(doc)
     _drop_non_text(doc)
     content = _main_content(doc, base)
     if content is None:
-        return Page(url=url, title=title, lines=(), kind="html")
+        return Page(url=url, title=title, lines=(), kind="html", scripted=scripted)
     # Unwrapping first merges the many small text nodes of highlighted code, so the
     # per-node work below touches far fewer nodes.
     lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
@@ -127,7 +133,24 @@ def render_html(body: bytes, url: str, charset: str | None, options: RenderOptio
     for element in content.iter(lxml.etree.Element):
         element.attrib.clear()
     text = _html_to_text(lxml.html.tostring(content, encoding="unicode"))
-    return Page(url=url, title=title, lines=wrap_lines(text, options.wrap_width), links=links)
+    lines = wrap_lines(text, options.wrap_width)
+    return Page(url=url, title=title, lines=lines, links=links, scripted=scripted)
+
+
+# <script type> values a browser runs; anything else (JSON-LD, templates) is data.
+_SCRIPT_TYPES = frozenset(
+    {"", "module", "text/javascript", "application/javascript", "text/ecmascript",
+     "application/ecmascript", "text/jscript", "text/livescript"}
+)  # fmt: skip
+
+
+def _runs_scripts(doc: lxml.html.HtmlElement) -> bool:
+    """True when the document has a script a browser would run: loaded by src or inline."""
+    for script in doc.iter("script"):
+        kind = (script.get("type") or "").split(";")[0].strip().lower()
+        if kind in _SCRIPT_TYPES and (script.get("src") or (script.text or "").strip()):
+            return True
+    return False
 
 
 def render_text(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:
@@ -162,7 +185,10 @@ def search_results_page(
     links: dict[int, Link] = {}
     for result in results:
         domain = domain_of(result.url)
-        if not domain or is_blocked(domain, options.blocked_domains):
+        # A search engine is a third party: a result that is not a web page (javascript:,
+        # file:, data:) or has no host never becomes a link.
+        web_page = result.url.lower().startswith(("http://", "https://"))
+        if not web_page or not domain or is_blocked(domain, options.blocked_domains):
             continue
         link_id = len(links)
         title = neutralize(" ".join(result.title.split())) or domain

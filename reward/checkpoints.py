@@ -69,14 +69,27 @@ def publish(
     if target.exists():
         raise CheckpointError(f"{target} already exists; versions are immutable")
     os.rename(staging, target)
+    fsync_dir(target.parent)  # the rename itself survives a crash
     return manifest
 
 
 def fsync_tree(folder: Path) -> None:
+    """Files and the folders naming them on disk, so a rename publishes complete data."""
     for path in folder.rglob("*"):
         if path.is_file():
             with path.open("rb") as file:
                 os.fsync(file.fileno())
+        elif path.is_dir():
+            fsync_dir(path)
+    fsync_dir(folder)
+
+
+def fsync_dir(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def load_manifest(folder: Path, verify: bool = False) -> Manifest:
@@ -87,12 +100,23 @@ def load_manifest(folder: Path, verify: bool = False) -> Manifest:
         manifest = Manifest(**data)
     except (OSError, ValueError, TypeError) as error:
         raise CheckpointError(f"{folder} has no readable {MANIFEST}: {error}") from error
+    for name in manifest.files:
+        if not _inside(folder, name):
+            raise CorruptCheckpoint(f"{folder}: the manifest names {name!r}, outside the folder")
     if verify:
         for name, digest in manifest.files.items():
             file = folder / name
             if not file.is_file() or sha256_of(file) != digest:
                 raise CorruptCheckpoint(f"{folder}: {name} does not match its manifest")
     return manifest
+
+
+def _inside(folder: Path, name: str) -> bool:
+    """True for a relative path that stays in folder once links and ".." are resolved."""
+    if not name or Path(name).is_absolute():
+        return False
+    root = folder.resolve()
+    return (root / name).resolve().is_relative_to(root)
 
 
 def load_usable_manifest(folder: Path, kind: Kind, verify: bool = False) -> Manifest:
@@ -123,6 +147,7 @@ def point_alias(alias: Path, version: str) -> None:
     staging.unlink(missing_ok=True)
     staging.symlink_to(version)
     os.replace(staging, alias)
+    fsync_dir(alias.parent)
 
 
 def alias_target(alias: Path) -> str | None:

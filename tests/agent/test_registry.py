@@ -75,6 +75,14 @@ def test_promote_refuses_a_version_that_is_damaged_or_foreign(tmp_path: Path) ->
     manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(IncompatibleCheckpoint):
         registry.promote("other-format")
+    # A manifest naming files outside its folder is refused, whatever their digests.
+    (tmp_path / "secret").write_text("not part of any checkpoint")
+    for escaping in ("../../secret", str(tmp_path / "secret")):
+        manifest["observation_format_version"] = OBSERVATION_FORMAT_VERSION
+        manifest["files"] = {escaping: "0" * 64}
+        manifest_path.write_text(json.dumps(manifest))
+        with pytest.raises(CorruptCheckpoint, match="outside the folder"):
+            registry.promote("other-format")
     with pytest.raises(ConfigurationError, match="no previous"):
         registry.rollback()
     assert registry.aliases().current == "good"

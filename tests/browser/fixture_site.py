@@ -158,6 +158,26 @@ async def script_page(request: Request) -> Response:
     return HTMLResponse(html)
 
 
+async def beyond_http_page(request: Request) -> Response:
+    """A page that tries to reach tcp (HOST:PORT) and udp (HOST:PORT) without an HTTP request
+    our router sees: preconnect, DNS prefetch, WebRTC (STUN over UDP, TURN over TCP), a
+    beacon; none may connect."""
+    tcp, udp = request.query_params["tcp"], request.query_params["udp"]
+    html = f"""<!DOCTYPE html><html><head><title>Beyond HTTP</title>
+<link rel="preconnect" href="http://{tcp}"><link rel="dns-prefetch" href="http://{tcp}">
+</head><body><div id="app"></div>
+<script>
+  document.getElementById("app").innerHTML = "<p>Ravens are corvids, like crows.</p>";
+  const peer = new RTCPeerConnection({{iceServers: [
+    {{urls: "stun:{udp}"}},
+    {{urls: "turn:{tcp}?transport=tcp", username: "u", credential: "c"}}]}});
+  peer.createDataChannel("leak");
+  peer.createOffer().then(offer => peer.setLocalDescription(offer));
+  navigator.sendBeacon("http://{tcp}/beacon", "leak");
+</script></body></html>"""
+    return HTMLResponse(html)
+
+
 async def missing(request: Request) -> Response:
     return PlainTextResponse("gone", status_code=404)
 
@@ -180,6 +200,7 @@ def fixture_app() -> Starlette:
             Route("/api/data", api_data),
             Route("/missing", missing),
             Route("/script", script_page),
+            Route("/beyond-http", beyond_http_page),
         ]
     )
 

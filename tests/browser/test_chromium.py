@@ -58,3 +58,40 @@ async def test_chromium_navigation_to_a_blocked_address_is_an_error_page(
     page = await loader.load(f"{internal_url}/direct")
     assert page.kind == "error"
     assert counter.hits == 0
+
+
+class _Listener(asyncio.DatagramProtocol):
+    """Counts TCP connections and UDP datagrams on loopback: an internal service that sees
+    connections, not only HTTP requests."""
+
+    def __init__(self) -> None:
+        self.connections = self.datagrams = 0
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        self.datagrams += 1
+
+    async def accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        writer.close()
+
+
+async def test_connections_that_are_not_http_requests_reach_nothing(
+    site: str, renderer: ChromiumRenderer, workers: RenderWorkers
+) -> None:
+    listener = _Listener()
+    tcp = await asyncio.start_server(listener.accepted, "127.0.0.1", 0)
+    loop = asyncio.get_running_loop()
+    udp, _ = await loop.create_datagram_endpoint(lambda: listener, local_addr=("127.0.0.1", 0))
+    tcp_port = tcp.sockets[0].getsockname()[1]
+    udp_port = udp.get_extra_info("sockname")[1]
+    try:
+        loader = PageLoader(fetcher=renderer.fetcher, workers=workers, js=renderer, js_mode="auto")
+        page = await loader.load(
+            f"{site}/beyond-http?tcp=127.0.0.1:{tcp_port}&udp=127.0.0.1:{udp_port}"
+        )
+        assert "Ravens are corvids" in "\n".join(page.lines)  # its script ran
+        await asyncio.sleep(2)  # ICE gathering and preconnects happen in the background
+        assert (listener.connections, listener.datagrams) == (0, 0)
+    finally:
+        tcp.close()
+        udp.close()

@@ -6,7 +6,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from browser.errors import BlockedAddress, FetchError, FetchTimeout, TooLarge
-from browser.fetch import FetchLimits, HttpFetcher
+from browser.fetch import Document, FetchLimits, HttpFetcher
 from browser.loader import PageLoader
 from browser.netguard import AddressPolicy, AllowList
 from browser.workers import RenderWorkers
@@ -116,3 +116,41 @@ async def test_other_content_types(site: str, loader: PageLoader) -> None:
     pdf = await loader.load(f"{site}/doc.pdf")
     assert pdf.kind == "pdf"
     assert "Crows bring gifts to people who feed them." in pdf.lines
+
+
+class _Pages:
+    """A fetcher and a JS renderer over fixed HTML; the renderer records what it was asked."""
+
+    def __init__(self, html: dict[str, str]) -> None:
+        self.html, self.rendered = html, []  # type: ignore[var-annotated]
+
+    async def fetch(self, url: str) -> Document:
+        return Document(
+            url=url, content_type="text/html", charset="utf-8", body=self.html[url].encode()
+        )
+
+    async def render(self, url: str) -> Document:
+        self.rendered.append(url)
+        return await self.fetch(url)
+
+
+async def test_only_short_pages_whose_scripts_run_go_to_chromium(workers: RenderWorkers) -> None:
+    pages = _Pages(
+        {
+            "https://a.example/empty": "<html><body><p>Nothing here.</p></body></html>",
+            "https://a.example/json": '<body><p>Hi.</p><script type="application/ld+json">'
+            '{"@type": "Article"}</script><script src=""></script></body>',
+            "https://a.example/app": '<body><div id="root"></div><script src="/app.js"></script>',
+            "https://a.example/inline": "<body><p>Hi.</p><script>document.write('x')</script>",
+            "https://a.example/module": '<body><script type="module">import "./m.js"</script>',
+            "https://a.example/long": "<body><p>" + "word " * 200 + "</p><script>x()</script>",
+        }
+    )
+    loader = PageLoader(fetcher=pages, workers=workers, js=pages, js_mode="auto")
+    for url in pages.html:
+        await loader.load(url)
+    assert pages.rendered == [
+        "https://a.example/app",
+        "https://a.example/inline",
+        "https://a.example/module",
+    ]

@@ -30,6 +30,13 @@ from browser.netguard import AddressPolicy, AllowList, check_url, is_public_addr
         "64:ff9b::a9fe:a9fe",  # NAT64 of the metadata address
         "2002:7f00:1::",  # 6to4 of 127.0.0.1
         "fd00:ec2::254",  # AWS IPv6 metadata
+        "::7f00:1",  # IPv4-compatible form of 127.0.0.1 (deprecated, not is_private)
+        "::a9fe:a9fe",  # ... and of the metadata address
+        "100::1",  # discard-only
+        "2001:db8::1",  # documentation
+        "3fff::1",  # documentation (RFC 9637)
+        "5f00::1",  # segment routing SIDs
+        "4000::1",  # outside global unicast 2000::/3
     ],
 )
 def test_non_public_addresses_are_refused(address: str) -> None:

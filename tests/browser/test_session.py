@@ -126,6 +126,9 @@ async def test_search_results_drop_blocked_domains(web: FixtureWeb, workers: Ren
         [
             SearchResult("Reddit thread", "https://www.reddit.com/r/x", "no"),
             SearchResult("Quora answer", "https://quora.com/q", "no"),
+            SearchResult("Fully qualified", "https://www.reddit.com./r/x", "no"),
+            SearchResult("Script", "javascript:fetch('http://169.254.169.254/')", "no"),
+            SearchResult("Local file", "file:///etc/passwd", "no"),
             SearchResult("Good page", f"{SITE}article.html", "yes <b>bold</b>"),
         ]
     )
