@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
 from agent.errors import AgentError, ConfigurationError, PolicyError
 from agent.policy import Policy, Usage
-from agent.trace import CandidateEvent, ErrorEvent, Reference
+from agent.trace import CandidateEvent, EpisodeErrorEvent, Reference
 from browser.loader import PageCache
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from browser.session import SessionConfig
@@ -204,7 +204,7 @@ class Agent:
             return await run_episode(index, session, self.policy, question, episode_config, emit)
         except PolicyError as error:
             if emit is not None:
-                await emit(ErrorEvent(episode=index, message=str(error)))
+                await emit(EpisodeErrorEvent(episode=index, message=str(error)))
             return error
 
     async def _score(self, question: str, results: list[EpisodeResult]) -> dict[int, float]:

@@ -1,16 +1,16 @@
 """The production policy client: the OpenAI-compatible completions API of a vLLM server.
 
 The same code talks to vLLM's CUDA build on a GPU, its CPU build here, or any other
-OpenAI-compatible server. Failures are bounded: a few retries with jittered exponential
-backoff on 429/5xx and connection errors (Retry-After honoured), then a clear PolicyError;
-after a server is found down, calls fail fast for a cool-down instead of piling retries on
-it (no retry storm).
+OpenAI-compatible server. Failures are bounded: a request the server did not process
+(connection refused, 429, 503) is retried a few times by the shared rule (infra.retry;
+never a timeout, which would multiply the load on a slow server), then a clear
+PolicyError; after a server is found down, calls fail fast for a cool-down instead of
+piling retries on it (no retry storm).
 """
 
 import asyncio
 import json
 import logging
-import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -20,11 +20,9 @@ import httpx
 
 from agent.errors import PolicyError, PolicyResponseError, PolicyTimeout, PolicyUnavailable
 from agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+from infra.retry import RetryPolicy, retry_after
 
 logger = logging.getLogger(__name__)
-
-_RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
-_MAX_RETRY_AFTER_S = 10.0
 
 
 @dataclass
@@ -154,52 +152,43 @@ class OpenAIPolicy:
         if time.monotonic() < self._down_until:
             raise PolicyUnavailable(f"the policy server at {self.base_url} is down (cooling down)")
         client = self._http()
-        last_error: PolicyError | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self._delay(attempt, last_error))
+        rule = RetryPolicy(self.max_retries, self.backoff_s)
+        attempt = 0
+        while True:
             try:
                 request = client.build_request("POST", "/completions", json=payload)
                 response = await client.send(request, stream=stream)
-            except httpx.ConnectError as error:
-                last_error = PolicyUnavailable(f"cannot connect to {self.base_url}: {error}")
-                continue
-            except httpx.TimeoutException as error:
-                last_error = PolicyTimeout(f"no answer from {self.base_url} in time: {error!r}")
-                continue
             except httpx.HTTPError as error:
-                last_error = PolicyResponseError(f"request to {self.base_url} failed: {error!r}")
-                continue
-            if response.status_code < 400:
-                return response
-            if stream:
-                await response.aread()
-                await response.aclose()
-            error_text = _error_message(response)
-            last_error = PolicyResponseError(
-                f"policy server answered {response.status_code}: {error_text}",
-                response.status_code,
-                _retry_after(response),
-            )
-            if response.status_code not in _RETRIED_STATUSES:
-                raise last_error
-            logger.warning("policy server %s, retrying (%d)", response.status_code, attempt + 1)
-        assert last_error is not None
-        if isinstance(last_error, PolicyUnavailable):
-            self._down_until = time.monotonic() + self.cooldown_s
-        raise last_error
+                failure = self._failure(error)
+                if not (rule.retries_error(error) and attempt < rule.max_retries):
+                    if isinstance(failure, PolicyUnavailable):
+                        self._down_until = time.monotonic() + self.cooldown_s
+                    raise failure from error
+                wait = rule.delay(attempt + 1)
+            else:
+                if response.status_code < 400:
+                    return response
+                if stream:
+                    await response.aread()
+                    await response.aclose()
+                failure = PolicyResponseError(
+                    f"policy server answered {response.status_code}: {_error_message(response)}",
+                    response.status_code,
+                    retry_after(response),
+                )
+                if not (rule.retries_status(response.status_code) and attempt < rule.max_retries):
+                    raise failure
+                logger.warning("policy server %s, retrying (%d)", response.status_code, attempt + 1)
+                wait = rule.delay(attempt + 1, failure.retry_after)
+            await asyncio.sleep(wait)
+            attempt += 1
 
-    def _delay(self, attempt: int, error: PolicyError | None) -> float:
-        if isinstance(error, PolicyResponseError) and error.retry_after is not None:
-            return min(error.retry_after, _MAX_RETRY_AFTER_S)
-        return float(self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.5, 1.5))
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return float(response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
+    def _failure(self, error: httpx.HTTPError) -> PolicyError:
+        if isinstance(error, httpx.ConnectError):
+            return PolicyUnavailable(f"cannot connect to {self.base_url}: {error}")
+        if isinstance(error, httpx.TimeoutException):
+            return PolicyTimeout(f"no answer from {self.base_url} in time: {error!r}")
+        return PolicyResponseError(f"request to {self.base_url} failed: {error!r}")
 
 
 def _error_message(response: httpx.Response) -> str:

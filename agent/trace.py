@@ -54,13 +54,16 @@ class CandidateEvent(_Event):
     error: str | None = None
 
 
-class ErrorEvent(_Event):
-    type: Literal["error"] = "error"
-    episode: int | None
+class EpisodeErrorEvent(_Event):
+    """One episode failed (its policy calls did); the others go on. Not the request's end,
+    which is a `final` or `error` event of the stream (service.protocol)."""
+
+    type: Literal["episode_error"] = "episode_error"
+    episode: int
     message: str
 
 
 TraceEvent = Annotated[
-    EpisodeStartEvent | ActionEvent | AnswerDeltaEvent | CandidateEvent | ErrorEvent,
+    EpisodeStartEvent | ActionEvent | AnswerDeltaEvent | CandidateEvent | EpisodeErrorEvent,
     Field(discriminator="type"),
 ]

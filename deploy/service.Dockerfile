@@ -9,6 +9,7 @@ FROM ${PYTHON_IMAGE} AS build
 ARG EXTRAS=""
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY infra infra
 COPY browser browser
 COPY agent agent
 COPY reward reward

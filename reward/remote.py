@@ -21,11 +21,10 @@ from typing import Any
 
 import httpx
 
+from infra.retry import RetryPolicy, retry_after
 from reward.checkpoints import load_reward_manifest
 from reward.errors import RewardServerError
 from reward.protocol import ScoredText, scored_text
-
-_RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 
 
 class RemoteRewardScorer:
@@ -40,7 +39,7 @@ class RemoteRewardScorer:
         max_length: int = 1024,
         batch_size: int = 64,
         timeout_s: float = 60.0,
-        retries: int = 2,  # on connection errors and 429/502/503/504 (a restarting server)
+        retries: int = 2,  # of requests the server did not process (infra.retry)
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -50,8 +49,7 @@ class RemoteRewardScorer:
         self.url = base_url.rstrip("/").removesuffix("/v1") + "/classify"
         self.max_length = max_length
         self.batch_size = batch_size
-        self.retries = retries
-        self.backoff_s = backoff_s
+        self.retry = RetryPolicy(retries, backoff_s)
         self._client = httpx.AsyncClient(
             headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
             timeout=httpx.Timeout(timeout_s, connect=5.0),
@@ -94,23 +92,32 @@ class RemoteRewardScorer:
         return logits
 
     async def _post(self, body: dict[str, Any]) -> httpx.Response:
-        """POST with a few retries for a server that is restarting or busy."""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
+        """POST, again for a server that is restarting or busy (the shared retry rule)."""
+        attempt = 0
+        while True:
             try:
                 response = await self._client.post(self.url, json=body)
-            except httpx.TimeoutException:
-                raise RewardServerError(f"{self.url} did not answer in time") from None
             except httpx.HTTPError as error:
-                failure = f"cannot reach the reward server at {self.url}: {error}"
-                continue
-            if response.status_code == 200:
-                return response
-            failure = f"the reward server answered {response.status_code}: {_message(response)}"
-            if response.status_code not in _RETRIED_STATUSES:
-                break
-        raise RewardServerError(failure)
+                if not (self.retry.retries_error(error) and attempt < self.retry.max_retries):
+                    if isinstance(error, (httpx.ReadTimeout, httpx.WriteTimeout)):
+                        raise RewardServerError(f"{self.url} did not answer in time") from None
+                    raise RewardServerError(
+                        f"cannot reach the reward server at {self.url}: {error}"
+                    ) from None
+                wait = self.retry.delay(attempt + 1)
+            else:
+                if response.status_code == 200:
+                    return response
+                if not (
+                    self.retry.retries_status(response.status_code)
+                    and attempt < self.retry.max_retries
+                ):
+                    raise RewardServerError(
+                        f"the reward server answered {response.status_code}: {_message(response)}"
+                    )
+                wait = self.retry.delay(attempt + 1, retry_after(response))
+            await asyncio.sleep(wait)
+            attempt += 1
 
 
 def _single_logit(probs: Any) -> float:

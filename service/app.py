@@ -8,11 +8,14 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
+from sse_starlette import EventSourceResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import AgentError
@@ -31,6 +34,7 @@ from service.serving import AnswerService
 
 logger = logging.getLogger("webgpt.service")
 STATIC = Path(__file__).parent / "static"
+SSE_PING_S = 15  # under the 30-60 s idle timeouts common in proxies and load balancers
 
 
 def error_response(error: Exception, retry_after_s: int) -> JSONResponse:
@@ -151,22 +155,14 @@ def create_app(service: AnswerService) -> FastAPI:
     @app.post("/answer", response_model=AnswerResponse, dependencies=[Depends(authorize)])
     async def answer(body: AnswerRequest) -> Response:
         if body.stream:
-            return StreamingResponse(
-                service.stream(body),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache"},
-            )
+            return event_stream(service.stream(body))
         result = await service.answer(body)
         return JSONResponse(result.model_dump(mode="json"))
 
     @app.post("/v1/chat/completions", dependencies=[Depends(authorize)])
     async def chat_completions(body: ChatRequest) -> Response:
         if body.stream:
-            return StreamingResponse(
-                service.chat_stream(body),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache"},
-            )
+            return event_stream(service.chat_stream(body))
         return JSONResponse(await service.chat(body))
 
     @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(authorize)])
@@ -195,3 +191,19 @@ def create_app(service: AnswerService) -> FastAPI:
         return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
 
     return app
+
+
+def event_stream(events: AsyncIterator[BaseModel | dict[str, Any]]) -> EventSourceResponse:
+    """Server-sent events: each event as one JSON `data:` line, then `data: [DONE]`; a
+    comment line every SSE_PING_S keeps proxies with idle timeouts from cutting a stream
+    that waits on a long policy call."""
+
+    async def encoded() -> AsyncIterator[dict[str, str]]:
+        async for event in events:
+            data = event.model_dump_json() if isinstance(event, BaseModel) else json.dumps(event)
+            yield {"data": data}
+        yield {"data": "[DONE]"}
+
+    return EventSourceResponse(
+        encoded(), ping=SSE_PING_S, sep="\n", headers={"Cache-Control": "no-cache"}
+    )

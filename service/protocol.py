@@ -99,15 +99,23 @@ class ChatRequest(BaseModel):
 
 
 class FinalEvent(BaseModel):
+    """The answer: the last event of a stream that succeeded."""
+
     type: Literal["final"] = "final"
     result: AnswerResult
 
 
 class StreamErrorEvent(BaseModel):
+    """The request failed after the stream started: the last event of the stream. (One
+    episode failing is an `episode_error` of the trace; the request goes on.)"""
+
     type: Literal["error"] = "error"
-    episode: None = None
     message: str
     error_type: str
+
+
+# What an answer stream carries, in order: the trace, then `final` or `error`.
+StreamEvent = TraceEvent | FinalEvent | StreamErrorEvent
 
 
 class ErrorDetail(BaseModel):

@@ -2,7 +2,6 @@
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -10,13 +9,11 @@ from collections.abc import AsyncIterator
 from dataclasses import InitVar, dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
 from agent.answer import Agent, AnswerResult, Scorer
 from agent.episode import EpisodeConfig
 from agent.errors import PolicyUnavailable
 from agent.openai_policy import OpenAIPolicy
-from agent.trace import TraceEvent
+from agent.trace import AnswerDeltaEvent, TraceEvent
 from browser.session import SessionConfig
 from browser.web import Web
 from service.errors import InvalidRequest, Overloaded, public_message, status_of
@@ -31,6 +28,7 @@ from service.protocol import (
     FeedbackReceipt,
     FinalEvent,
     StreamErrorEvent,
+    StreamEvent,
 )
 from service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
 from service.settings import ServiceSettings
@@ -171,8 +169,9 @@ class AnswerService:
         await asyncio.to_thread(self.store.record_answer, result)
         return AnswerResponse(**result.model_dump(), trace=trace if request.include_trace else None)
 
-    def stream(self, request: AnswerRequest) -> AsyncIterator[str]:
-        """Server-sent events: the trace as it happens, the final result, then [DONE].
+    def stream(self, request: AnswerRequest) -> AsyncIterator[StreamEvent]:
+        """The trace as it happens, then `final` or `error` (the route sends them as
+        server-sent events and ends with [DONE]).
 
         Limits and capacity are checked before the first byte, so a bad or overloaded
         request gets its HTTP status; if the client goes away, closing the generator
@@ -182,8 +181,8 @@ class AnswerService:
         self.admission.check()
         return self._events(request)
 
-    async def _events(self, request: AnswerRequest) -> AsyncIterator[str]:
-        queue: asyncio.Queue[BaseModel] = asyncio.Queue()
+    async def _events(self, request: AnswerRequest) -> AsyncIterator[StreamEvent]:
+        queue: asyncio.Queue[TraceEvent] = asyncio.Queue()
 
         async def put(event: TraceEvent) -> None:
             await queue.put(event)
@@ -199,20 +198,19 @@ class AnswerService:
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    yield _sse(getter.result())
+                    yield getter.result()
                 else:
                     getter.cancel()
             try:
                 result = task.result()
                 self.metrics.observe_answer(result)
                 await asyncio.to_thread(self.store.record_answer, result)
-                yield _sse(FinalEvent(result=result))
-            except Exception as error:  # every stream ends with `final` or `error`, then [DONE]
+                yield FinalEvent(result=result)
+            except Exception as error:  # every stream ends with `final` or `error`
                 status, kind, _ = status_of(error)
                 if status == 500:
                     logger.error("answer stream failed", exc_info=error)
-                yield _sse(StreamErrorEvent(message=public_message(error), error_type=kind))
-            yield "data: [DONE]\n\n"
+                yield StreamErrorEvent(message=public_message(error), error_type=kind)
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -271,18 +269,18 @@ class AnswerService:
             "references": references,
         }
 
-    def chat_stream(self, chat: ChatRequest) -> AsyncIterator[str]:
-        """chat.completion.chunk events: the answer's text as it is written (n = 1), or the
+    def chat_stream(self, chat: ChatRequest) -> AsyncIterator[dict[str, Any]]:
+        """chat.completion.chunk objects: the answer's text as it is written (n = 1), or the
         chosen answer at the end (n > 1, known only after scoring); references in the last."""
         return self._chat_chunks(chat, self.stream(self._chat_answer(chat)))
 
     async def _chat_chunks(
-        self, chat: ChatRequest, events: AsyncIterator[str]
-    ) -> AsyncIterator[str]:
+        self, chat: ChatRequest, events: AsyncIterator[StreamEvent]
+    ) -> AsyncIterator[dict[str, Any]]:
         chat_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 
-        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-            body = {
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+            return {
                 "id": chat_id,
                 "object": "chat.completion.chunk",
                 "created": created,
@@ -290,29 +288,24 @@ class AnswerService:
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
                 **extra,
             }
-            return f"data: {json.dumps(body)}\n\n"
 
         # The version the answer will start on; the final chunk names the one it used.
         model = self.policies.current.name if self.policies.current else ""
         yield chunk({"role": "assistant", "content": ""})
         streamed = False
-        async for line in events:
-            if line.startswith("data: [DONE]"):
-                break
-            event = json.loads(line[len("data: ") :])
-            if event["type"] == "answer_delta" and chat.n == 1:
+        async for event in events:
+            if isinstance(event, AnswerDeltaEvent) and chat.n == 1:
                 streamed = True
-                yield chunk({"content": event["text"]})
-            elif event["type"] == "final":
-                result = event["result"]
-                model = str(result["versions"]["policy"])
+                yield chunk({"content": event.text})
+            elif isinstance(event, FinalEvent):
+                result = event.result
+                model = str(result.versions["policy"])
                 if not streamed:
-                    yield chunk({"content": result["answer"] or ""})
-                yield chunk({}, "stop", references=result["references"])
-            elif event["type"] == "error":
-                error = {"type": event["error_type"], "message": event["message"]}
-                yield f"data: {json.dumps({'error': error})}\n\n"
-        yield "data: [DONE]\n\n"
+                    yield chunk({"content": result.answer or ""})
+                references = [r.model_dump(mode="json") for r in result.references]
+                yield chunk({}, "stop", references=references)
+            elif isinstance(event, StreamErrorEvent):
+                yield {"error": {"type": event.error_type, "message": event.message}}
 
     async def feedback(
         self, feedback: ComparisonFeedback | DemonstrationFeedback
@@ -345,7 +338,3 @@ class AnswerService:
 
 async def _close_policy(policy: OpenAIPolicy) -> None:
     await policy.aclose()
-
-
-def _sse(event: BaseModel) -> str:
-    return f"data: {event.model_dump_json()}\n\n"

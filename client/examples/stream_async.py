@@ -15,13 +15,15 @@ async def main() -> None:
         async for event in events:
             if event.type == "action":
                 print(f"episode {event.episode}: {event.command}")
+            elif event.type == "episode_error":  # one episode failed; the others go on
+                print(f"episode {event.episode} failed: {event.message}")
             elif event.type == "answer_delta":
                 print(event.text, end="", flush=True)
             elif event.type == "final":
                 print("\n\nanswer:", event.result.answer)
                 for reference in event.result.references:
                     print(f"[{reference.n}] {reference.title} — {reference.url}")
-            elif event.type == "error":
+            elif event.type == "error":  # the request failed: the last event
                 sys.exit(f"error: {event.message}")
 
 

@@ -19,6 +19,8 @@ from webgpt_client._streaming import AsyncStream, Stream
 from webgpt_client.types import Answer, Feedback
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+# The service's retry rule (infra/retry.py), mirrored because this package ships alone;
+# tests/test_retry.py keeps them equal.
 RETRIED_STATUSES = (429, 503)
 # Failures before the request left this process: the server cannot have acted on it.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

@@ -88,17 +88,36 @@ class FinalEvent(Event):
     result: Answer
 
 
+class EpisodeErrorEvent(Event):
+    """One episode failed; the others go on and the stream continues."""
+
+    type: Literal["episode_error"]
+    episode: int
+    message: str
+
+
 class ErrorEvent(Event):
+    """The request failed after the stream started: the stream's last event."""
+
     type: Literal["error"]
     message: str
-    error_type: str | None = None
+    error_type: str
 
 
-AnyEvent = ActionEvent | AnswerDeltaEvent | CandidateEvent | FinalEvent | ErrorEvent | Event
+AnyEvent = (
+    ActionEvent
+    | AnswerDeltaEvent
+    | CandidateEvent
+    | EpisodeErrorEvent
+    | FinalEvent
+    | ErrorEvent
+    | Event
+)
 _TYPED: dict[str, type[Event]] = {
     "action": ActionEvent,
     "answer_delta": AnswerDeltaEvent,
     "candidate": CandidateEvent,
+    "episode_error": EpisodeErrorEvent,
     "final": FinalEvent,
     "error": ErrorEvent,
 }

@@ -95,6 +95,8 @@ function handle(event) {
     episodeBox(event.episode).querySelector(".draft").textContent += event.text;
   } else if (event.type === "candidate" && event.reward !== null) {
     episodeBox(event.episode).querySelector("h3").textContent += " · reward " + event.reward.toFixed(2);
+  } else if (event.type === "episode_error") {
+    episodeBox(event.episode).querySelector("ol").append(element("li", "failed: " + event.message, "error"));
   } else if (event.type === "error") {
     $("status").textContent = event.message;
     $("status").className = "error";

@@ -74,6 +74,8 @@ def fake_policy_app(script: Script) -> Starlette:
             return JSONResponse(
                 {"error": {"message": "engine crashed", "type": "InternalServerError"}}, 500
             )
+        if fault == "503":
+            return JSONResponse({"error": {"message": "starting up"}}, 503)
         if fault == "429":
             return JSONResponse(
                 {"error": {"message": "too many requests"}}, 429, headers={"Retry-After": "0"}

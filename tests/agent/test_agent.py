@@ -193,6 +193,24 @@ async def test_an_unexpected_failure_in_one_episode_cancels_its_siblings(
     assert len(script.requests) == seen, "sibling episodes kept calling the policy"
 
 
+async def test_a_policy_failure_ends_one_episode_as_an_episode_error_and_the_others_go_on(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.oracle_quote = "Crows are birds of the genus Corvus."
+    script.faults = ["400"]  # the first policy call, whichever episode makes it
+    events: list[TraceEvent] = []
+
+    async def emit(event: TraceEvent) -> None:
+        events.append(event)
+
+    result = await Agent(web, policy, scorer=LengthScorer()).answer("crow corvus", n=2, emit=emit)
+    failed = [e for e in events if e.type == "episode_error"]
+    assert len(failed) == 1 and "maximum model length" in failed[0].message  # type: ignore[union-attr]
+    assert result.answer is not None
+    answered = [c for c in result.candidates if c.answer]
+    assert len(answered) == 1 and answered[0].episode != failed[0].episode
+
+
 async def test_policy_failure_in_every_episode_raises(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:

@@ -38,8 +38,10 @@ async def test_guided_decoding_can_be_switched_off(policy_url: str, script: Scri
     assert "structured_outputs" not in script.requests[0]
 
 
-async def test_5xx_and_429_are_retried_then_succeed(policy: OpenAIPolicy, script: Script) -> None:
-    script.faults = ["500", "429", ""]
+async def test_refusals_503_and_429_are_retried_then_succeed(
+    policy: OpenAIPolicy, script: Script
+) -> None:
+    script.faults = ["503", "429", ""]
     script.commands = ["Top"]
     result = await policy.complete("p", Sampling())
     assert result.choices[0].text == "Top"
@@ -47,11 +49,20 @@ async def test_5xx_and_429_are_retried_then_succeed(policy: OpenAIPolicy, script
 
 
 async def test_retries_are_bounded(policy: OpenAIPolicy, script: Script) -> None:
-    script.faults = ["500"] * 10
-    with pytest.raises(PolicyResponseError, match="500: engine crashed") as caught:
+    script.faults = ["503"] * 10
+    with pytest.raises(PolicyResponseError, match="503: starting up") as caught:
         await policy.complete("p", Sampling())
-    assert caught.value.status_code == 500
+    assert caught.value.status_code == 503
     assert len(script.requests) == policy.max_retries + 1
+
+
+async def test_a_request_the_server_worked_on_is_not_sent_again(
+    policy: OpenAIPolicy, script: Script
+) -> None:
+    script.faults = ["500"]  # the engine failed while doing the work: retrying adds load
+    with pytest.raises(PolicyResponseError, match="500: engine crashed"):
+        await policy.complete("p", Sampling())
+    assert len(script.requests) == 1
 
 
 async def test_client_errors_are_not_retried(policy: OpenAIPolicy, script: Script) -> None:
@@ -75,6 +86,7 @@ async def test_timeout(policy_url: str, script: Script) -> None:
             await client.complete("p", Sampling())
     finally:
         await client.aclose()
+    assert len(script.requests) == 1  # a slow server is not sent the same work again
 
 
 async def test_down_server_fails_fast_after_the_first_failure() -> None:

@@ -84,10 +84,16 @@ async def test_a_restarting_server_is_retried(
     reward_checkpoint: Path, classify: tuple[str, ClassifyScript]
 ) -> None:
     url, script = classify
-    script.faults = [503, 502]
+    script.faults = [503, 429]
     remote = RemoteRewardScorer(url, reward_checkpoint, retries=2, backoff_s=0.01)
     [score] = await _scores(remote, ["in story 1 the sky is blue"])
     assert score == score and len(script.requests) == 3
+    script.requests.clear()
+    script.faults = [502]  # a proxy's answer after the request went through: not again
+    remote = RemoteRewardScorer(url, reward_checkpoint, retries=2, backoff_s=0.01)
+    with pytest.raises(RewardServerError, match="answered 502"):
+        await _scores(remote, ["a"])
+    assert len(script.requests) == 1
 
 
 async def test_failures_are_reward_server_errors(

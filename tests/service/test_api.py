@@ -68,6 +68,28 @@ def test_stream_sends_typed_events_then_done(service_url) -> None:  # type: igno
     assert events[-1]["result"]["answer"] == "Crows are corvids [1]."
 
 
+def test_a_stream_waiting_on_a_slow_policy_sends_keep_alive_pings(
+    service_url,  # type: ignore[no-untyped-def]
+    script: Script,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import service.app
+
+    monkeypatch.setattr(service.app, "SSE_PING_S", 0.2)
+    script.delay_s = 1.0  # each policy call: five ping periods without an event
+    with (
+        service_url() as base,
+        httpx.stream(
+            "POST", f"{base}/answer", json={**QUESTION, "stream": True}, timeout=60
+        ) as response,
+    ):
+        lines = [line for line in response.iter_lines() if line]
+    first_event = next(i for i, line in enumerate(lines) if line.startswith("data: "))
+    pings = [i for i, line in enumerate(lines) if line.startswith(":")]
+    assert len(pings) >= 4 and lines[-1] == "data: [DONE]"
+    assert any(i > first_event for i in pings)  # between events too, not only before the first
+
+
 def test_a_stream_that_fails_unexpectedly_still_ends_with_error_then_done(
     service_url,  # type: ignore[no-untyped-def]
     tmp_path: Path,
@@ -83,7 +105,6 @@ def test_a_stream_that_fails_unexpectedly_still_ends_with_error_then_done(
     assert data[-1] == "[DONE]"
     assert json.loads(data[-2]) == {
         "type": "error",
-        "episode": None,
         "message": "internal error",  # no internals leak to the client
         "error_type": "internal_error",
     }

@@ -1,0 +1,50 @@
+"""One retry rule for every HTTP client of ours: the policy client (agent.openai_policy),
+the remote reward scorer (reward.remote), and, mirrored because it ships alone, the SDK
+(client/webgpt_client/_client.py; tests/test_retry.py keeps the two equal).
+
+Only a request the server did not process is sent again: one that never left (connect
+errors, no free connection) or one the server refused before working on it (429, 503),
+after Retry-After when it says, else jittered exponential backoff. A timeout is never
+retried: the server may still be working on the request, and sending it again would
+multiply the load on a server that is already too slow (and, for a POST of feedback,
+could store it twice).
+"""
+
+import random
+from dataclasses import dataclass
+
+import httpx
+
+NOT_SENT: tuple[type[httpx.HTTPError], ...] = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+)
+REFUSED_STATUSES = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 2
+    backoff_s: float = 0.5
+    max_retry_after_s: float = 10.0  # a longer Retry-After is capped, not obeyed
+
+    def retries_error(self, error: BaseException) -> bool:
+        return isinstance(error, NOT_SENT)
+
+    def retries_status(self, status: int) -> bool:
+        return status in REFUSED_STATUSES
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number attempt (1, 2, ...)."""
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.max_retry_after_s)
+        return float(self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.5, 1.5))
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The Retry-After header in seconds, None when absent or not a number."""
+    try:
+        return float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
