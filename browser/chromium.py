@@ -56,6 +56,7 @@ class ChromiumRenderer:
     timeout_s: float = 20.0
     settle_ms: int = 1500  # how long scripts may keep fetching after the load event
     max_pages_at_once: int = 4
+    owns_fetcher: bool = False  # aclose closes the fetcher too (a render server's own)
     _playwright: Playwright | None = field(default=None, init=False, repr=False)
     _browser: Browser | None = field(default=None, init=False, repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
@@ -144,6 +145,8 @@ class ChromiumRenderer:
         if self._black_hole is not None:
             self._black_hole.close()
             self._black_hole = None
+        if self.owns_fetcher:
+            await self.fetcher.aclose()
 
 
 def black_hole() -> socket.socket:

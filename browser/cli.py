@@ -27,6 +27,18 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     add_web_arguments(fetch, with_engine=False)
     fetch.set_defaults(run=_fetch)
 
+    render = commands.add_parser(
+        "render-server",
+        help="render script-built pages in Chromium for a service elsewhere (WEBGPT_RENDER_URL)",
+    )
+    render.add_argument("--host", default="127.0.0.1")
+    render.add_argument("--port", type=int, default=8090)
+    render.add_argument(
+        "--allow", action="append", default=[], metavar="HOST[:PORT]",
+        help="a private host pages may reach (testing only)",
+    )  # fmt: skip
+    render.set_defaults(run=_render_server)
+
     corpus = commands.add_parser("corpus", help="build or query the offline web")
     corpus_commands = corpus.add_subparsers(dest="corpus_command", required=True)
     build = corpus_commands.add_parser("build", help="build the offline web")
@@ -119,6 +131,28 @@ async def _fetch_async(args: argparse.Namespace) -> int:
     print(page.display_title)
     for line in page.lines:
         print(line)
+    return 0
+
+
+def _render_server(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from browser.chromium import ChromiumRenderer
+    from browser.fetch import FetchLimits, HttpFetcher
+    from browser.netguard import AddressPolicy
+    from browser.render_server import render_app
+
+    if not 1 <= args.port <= 65535:
+        raise SystemExit(f"error: --port must be 1..65535, not {args.port}")
+    try:
+        allow = AllowList.parse(WebOptions.from_env().allow + tuple(args.allow))
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    limits = FetchLimits()
+    fetcher = HttpFetcher(policy=AddressPolicy(allow=allow), limits=limits)
+    renderer = ChromiumRenderer(fetcher, owns_fetcher=True)
+    app = render_app(renderer, limits.max_bytes)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 

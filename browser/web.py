@@ -17,6 +17,7 @@ from browser.loader import JsMode, PageCache, PageLoader
 from browser.netguard import AddressPolicy, AllowList
 from browser.offline import OfflineFirstFetcher, OfflineWeb, default_store_path
 from browser.render import RenderOptions
+from browser.render_server import RemoteRenderer, Renderer
 from browser.search.base import SearchEngine
 from browser.search.remote import BingSearch, BraveSearch, SearxngSearch
 from browser.session import BrowserSession, SessionConfig
@@ -32,6 +33,9 @@ class WebOptions:
     offline_store: Path | None = None
     offline_only: bool = False  # offline engine: no fallback to the live web for other URLs
     js_mode: JsMode = "auto"
+    # A render server (`webgpt render-server`, browser.render_server) for script-built
+    # pages; None: Chromium in this process.
+    render_url: str | None = None
     searxng_url: str = "http://127.0.0.1:8888"
     brave_api_key: str = ""
     brave_url: str = "https://api.search.brave.com"
@@ -51,6 +55,7 @@ class WebOptions:
             "brave_url": env.get("WEBGPT_BRAVE_URL", cls.brave_url),
             "bing_api_key": env.get("WEBGPT_BING_API_KEY", ""),
             "bing_url": env.get("WEBGPT_BING_URL", cls.bing_url),
+            "render_url": env.get("WEBGPT_RENDER_URL") or None,
         }
         if env.get("WEBGPT_BLOCKED_DOMAINS") is not None:
             blocked = env["WEBGPT_BLOCKED_DOMAINS"].split(",")
@@ -113,7 +118,13 @@ class Web:
             if self.offline is not None
             else self.http
         )
-        self.chromium = ChromiumRenderer(self.http) if options.js_mode != "never" else None
+        self.chromium: Renderer | None = None
+        if options.js_mode != "never":
+            self.chromium = (
+                RemoteRenderer(options.render_url)
+                if options.render_url
+                else ChromiumRenderer(self.http)
+            )
         self.workers = RenderWorkers()
         self.loader = PageLoader(
             fetcher=fetcher, options=options.render, workers=self.workers, js=self.chromium,

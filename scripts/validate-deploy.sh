@@ -66,5 +66,11 @@ k8s_env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers
 for where, env in (("k8s", k8s_env), ("compose", set(compose["services"]["webgpt"]["environment"]))):
     if "WEBGPT_DATABASE_URL" not in env or "WEBGPT_FEEDBACK_DB" in env:
         sys.exit(f"{where}: the service must store feedback through WEBGPT_DATABASE_URL")
+    if "WEBGPT_RENDER_URL" not in env:
+        sys.exit(f"{where}: Chromium must run in the renderer, not in the service")
+# The renderer runs hostile scripts: it gets no secret, in either deployment.
+renderer_docs = list(yaml.safe_load_all(pathlib.Path("deploy/k8s/base/renderer.yaml").read_text()))
+if "secret" in yaml.safe_dump(renderer_docs[0]).lower() or "environment" in compose["services"]["renderer"]:
+    sys.exit("the renderer must hold no secrets")
 PY
 echo "deploy/ is valid"

@@ -95,3 +95,29 @@ async def test_connections_that_are_not_http_requests_reach_nothing(
     finally:
         tcp.close()
         udp.close()
+
+
+async def test_a_render_server_renders_script_built_pages_for_a_service_elsewhere(
+    site: str, renderer: ChromiumRenderer, workers: RenderWorkers, internal: tuple[str, HitCounter]
+) -> None:
+    from browser.render_server import RemoteRenderer, render_app
+    from tests.servers import serve
+
+    internal_url, counter = internal
+    # Its own Chromium and fetcher: the server runs them on its own event loop.
+    policy = AddressPolicy(allow=AllowList.parse([urlsplit(site).netloc]))
+    fetcher = HttpFetcher(policy=policy, limits=FetchLimits(deadline_s=5))
+    server_side = ChromiumRenderer(fetcher, owns_fetcher=True)
+    with serve(render_app(server_side, max_bytes=1 << 20)) as render_base:
+        remote = RemoteRenderer(render_base)
+        loader = PageLoader(fetcher=renderer.fetcher, workers=workers, js=remote, js_mode="auto")
+        try:
+            page = await loader.load(f"{site}/script?internal={quote(internal_url, safe='')}")
+            blocked = await loader.load(f"{internal_url}/direct")
+        finally:
+            await remote.aclose()
+    text = "\n".join(page.lines)
+    assert "Built by JavaScript" in text and "the sky is green on Tuesdays" in text
+    assert "LEAKED" not in text and blocked.kind == "error"
+    await asyncio.sleep(0.5)
+    assert counter.hits == 0

@@ -1,0 +1,58 @@
+"""The render server (Chromium in its own process) and its client, on real loopback HTTP."""
+
+import pytest
+
+from browser.errors import BlockedAddress, FetchTimeout, RenderError, TooLarge
+from browser.fetch import Document
+from browser.render_server import RemoteRenderer, render_app
+from tests.servers import free_port, serve
+
+
+class _Scripted:
+    """A renderer whose pages are given: a URL maps to HTML or to the error it raises."""
+
+    def __init__(self, pages: dict[str, str | Exception]) -> None:
+        self.pages, self.closed = pages, False
+
+    async def render(self, url: str) -> Document:
+        page = self.pages[url]
+        if isinstance(page, Exception):
+            raise page
+        return Document(url=url + "#rendered", content_type="text/html", charset="utf-8",
+                        body=page.encode())  # fmt: skip
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_pages_and_browser_errors_cross_the_wire_as_they_were() -> None:
+    renderer = _Scripted(
+        {
+            "https://a.example/": "<p>Built by script: ünïcode.</p>",
+            "http://169.254.169.254/": BlockedAddress("169.254.169.254 is not public"),
+            "https://slow.example/": FetchTimeout("the page did not load within 20 s"),
+            "https://huge.example/": "x" * 2000,
+        }
+    )
+    with serve(render_app(renderer, max_bytes=1000)) as base:
+        remote = RemoteRenderer(base)
+        try:
+            document = await remote.render("https://a.example/")
+            assert document.url == "https://a.example/#rendered"
+            assert document.body.decode() == "<p>Built by script: ünïcode.</p>"
+            with pytest.raises(BlockedAddress, match="not public"):
+                await remote.render("http://169.254.169.254/")
+            with pytest.raises(FetchTimeout, match="within 20 s"):
+                await remote.render("https://slow.example/")
+            with pytest.raises(TooLarge):
+                await remote.render("https://huge.example/")
+        finally:
+            await remote.aclose()
+    assert renderer.closed  # the server's shutdown closes its browser
+
+
+async def test_an_unreachable_render_server_is_a_render_error() -> None:
+    remote = RemoteRenderer(f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(RenderError, match="cannot be reached"):
+        await remote.render("https://a.example/")
+    await remote.aclose()
