@@ -8,7 +8,6 @@ PolicyError; after a server is found down, calls fail fast for a cool-down inste
 piling retries on it (no retry storm).
 """
 
-import asyncio
 import json
 import logging
 import time
@@ -153,35 +152,24 @@ class OpenAIPolicy:
             raise PolicyUnavailable(f"the policy server at {self.base_url} is down (cooling down)")
         client = self._http()
         rule = RetryPolicy(self.max_retries, self.backoff_s)
-        attempt = 0
-        while True:
-            try:
-                request = client.build_request("POST", "/completions", json=payload)
-                response = await client.send(request, stream=stream)
-            except httpx.HTTPError as error:
-                failure = self._failure(error)
-                if not (rule.retries_error(error) and attempt < rule.max_retries):
-                    if isinstance(failure, PolicyUnavailable):
-                        self._down_until = time.monotonic() + self.cooldown_s
-                    raise failure from error
-                wait = rule.delay(attempt + 1)
-            else:
-                if response.status_code < 400:
-                    return response
-                if stream:
-                    await response.aread()
-                    await response.aclose()
-                failure = PolicyResponseError(
-                    f"policy server answered {response.status_code}: {_error_message(response)}",
-                    response.status_code,
-                    retry_after(response),
-                )
-                if not (rule.retries_status(response.status_code) and attempt < rule.max_retries):
-                    raise failure
-                logger.warning("policy server %s, retrying (%d)", response.status_code, attempt + 1)
-                wait = rule.delay(attempt + 1, failure.retry_after)
-            await asyncio.sleep(wait)
-            attempt += 1
+        request = client.build_request("POST", "/completions", json=payload)
+        try:
+            response = await rule.send(lambda: client.send(request, stream=stream), self.base_url)
+        except httpx.HTTPError as error:
+            failure = self._failure(error)
+            if isinstance(failure, PolicyUnavailable):
+                self._down_until = time.monotonic() + self.cooldown_s
+            raise failure from error
+        if response.status_code < 400:
+            return response
+        if stream:
+            await response.aread()
+            await response.aclose()
+        raise PolicyResponseError(
+            f"policy server answered {response.status_code}: {_error_message(response)}",
+            response.status_code,
+            retry_after(response),
+        )
 
     def _failure(self, error: httpx.HTTPError) -> PolicyError:
         if isinstance(error, httpx.ConnectError):

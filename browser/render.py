@@ -93,6 +93,7 @@ _NBSP_MARK = "\x00"
 
 @dataclass(frozen=True)
 class RenderOptions:
+    # Lower-case, without a trailing dot (WebOptions.from_env normalises the setting).
     blocked_domains: frozenset[str] = frozenset({"reddit.com", "quora.com"})
     wrap_width: int = WRAP_WIDTH
 
@@ -101,10 +102,7 @@ def is_blocked(domain: str, blocked_domains: Collection[str]) -> bool:
     """True when domain is a blocked domain or one of its subdomains. A trailing dot (the
     fully qualified "reddit.com.", which resolves the same) does not escape it."""
     domain = domain.lower().rstrip(".")
-    return any(
-        domain == d or domain.endswith("." + d)
-        for d in (b.lower().rstrip(".") for b in blocked_domains)
-    )
+    return any(domain == d or domain.endswith("." + d) for d in blocked_domains)
 
 
 def render_html(body: bytes, url: str, charset: str | None, options: RenderOptions) -> Page:

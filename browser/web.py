@@ -60,7 +60,9 @@ class WebOptions:
         if env.get("WEBGPT_BLOCKED_DOMAINS") is not None:
             blocked = env["WEBGPT_BLOCKED_DOMAINS"].split(",")
             values["render"] = RenderOptions(
-                blocked_domains=frozenset(d.strip().lower() for d in blocked if d.strip())
+                blocked_domains=frozenset(
+                    d.strip().lower().rstrip(".") for d in blocked if d.strip(" .")
+                )
             )
         if env.get("WEBGPT_OFFLINE_STORE"):
             values["offline_store"] = Path(env["WEBGPT_OFFLINE_STORE"])

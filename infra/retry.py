@@ -10,10 +10,15 @@ multiply the load on a server that is already too slow (and, for a POST of feedb
 could store it twice).
 """
 
+import asyncio
+import logging
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
+
+logger = logging.getLogger(__name__)
 
 NOT_SENT: tuple[type[httpx.HTTPError], ...] = (
     httpx.ConnectError,
@@ -40,6 +45,34 @@ class RetryPolicy:
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_retry_after_s)
         return float(self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.5, 1.5))
+
+    async def send(
+        self, request: Callable[[], Awaitable[httpx.Response]], target: str
+    ) -> httpx.Response:
+        """Call request() until it gives a response this rule does not retry, and return
+        that response (whatever its status); raise the last attempt's httpx error when
+        none did. A refused response that is retried is closed first. target names the
+        server in the log line of each retry."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await request()
+            except httpx.HTTPError as error:
+                if not (self.retries_error(error) and attempt <= self.max_retries):
+                    raise
+                wait = self.delay(attempt)
+                # Quiet: if it never connects, the caller reports the error once.
+                logger.info("%s: %r, retry %d in %.1f s", target, error, attempt, wait)
+            else:
+                if not (self.retries_status(response.status_code) and attempt <= self.max_retries):
+                    return response
+                await response.aclose()
+                wait = self.delay(attempt, retry_after(response))
+                logger.warning(
+                    "%s: HTTP %d, retry %d in %.1f s", target, response.status_code, attempt, wait
+                )
+            await asyncio.sleep(wait)
 
 
 def retry_after(response: httpx.Response) -> float | None:

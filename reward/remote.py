@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from infra.retry import RetryPolicy, retry_after
+from infra.retry import RetryPolicy
 from reward.checkpoints import load_reward_manifest
 from reward.errors import RewardServerError
 from reward.protocol import ScoredText, scored_text
@@ -93,31 +93,21 @@ class RemoteRewardScorer:
 
     async def _post(self, body: dict[str, Any]) -> httpx.Response:
         """POST, again for a server that is restarting or busy (the shared retry rule)."""
-        attempt = 0
-        while True:
-            try:
-                response = await self._client.post(self.url, json=body)
-            except httpx.HTTPError as error:
-                if not (self.retry.retries_error(error) and attempt < self.retry.max_retries):
-                    if isinstance(error, (httpx.ReadTimeout, httpx.WriteTimeout)):
-                        raise RewardServerError(f"{self.url} did not answer in time") from None
-                    raise RewardServerError(
-                        f"cannot reach the reward server at {self.url}: {error}"
-                    ) from None
-                wait = self.retry.delay(attempt + 1)
-            else:
-                if response.status_code == 200:
-                    return response
-                if not (
-                    self.retry.retries_status(response.status_code)
-                    and attempt < self.retry.max_retries
-                ):
-                    raise RewardServerError(
-                        f"the reward server answered {response.status_code}: {_message(response)}"
-                    )
-                wait = self.retry.delay(attempt + 1, retry_after(response))
-            await asyncio.sleep(wait)
-            attempt += 1
+        try:
+            response = await self.retry.send(
+                lambda: self._client.post(self.url, json=body), self.url
+            )
+        except (httpx.ReadTimeout, httpx.WriteTimeout):
+            raise RewardServerError(f"{self.url} did not answer in time") from None
+        except httpx.HTTPError as error:
+            raise RewardServerError(
+                f"cannot reach the reward server at {self.url}: {error}"
+            ) from None
+        if response.status_code != 200:
+            raise RewardServerError(
+                f"the reward server answered {response.status_code}: {_message(response)}"
+            )
+        return response
 
 
 def _single_logit(probs: Any) -> float:

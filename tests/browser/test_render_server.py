@@ -56,3 +56,23 @@ async def test_an_unreachable_render_server_is_a_render_error() -> None:
     with pytest.raises(RenderError, match="cannot be reached"):
         await remote.render("https://a.example/")
     await remote.aclose()
+
+
+def test_a_malformed_render_request_is_a_clear_400() -> None:
+    import httpx
+
+    renderer = _Scripted({})
+    with serve(render_app(renderer, max_bytes=1000)) as base:
+        for body in (b"not json", b'{"address": "https://a.example/"}', b'{"url": 7}'):
+            response = httpx.post(f"{base}/render", content=body)
+            assert response.status_code == 400
+            assert response.json()["error"]["type"] == "bad_request", body
+
+
+def test_the_render_server_command_refuses_a_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
+    from service.cli import main
+
+    with pytest.raises(SystemExit, match=r"--port must be 1\.\.65535"):
+        main(["render-server", "--port", "99999"])
+    with pytest.raises(SystemExit, match="HOST"):
+        main(["render-server", "--allow", ":8080"])
