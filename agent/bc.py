@@ -13,7 +13,7 @@ stopping on the validation loss, the best epoch kept; LoRA through peft (optiona
 the top layers, which halves the backward pass on a CPU) or full fine-tuning.
 `accelerate launch -m service.cli train bc ...` runs the same command on many GPUs.
 
-The checkpoint is published atomically into the registry (reward.checkpoints.publish) as a
+The checkpoint is published atomically into the registry (infra.checkpoints.publish) as a
 policy: the LoRA adapter (or full weights) with a manifest naming the base model, the data's
 sha256 and counts by source, the observation format version, the config and the figures.
 """
@@ -31,10 +31,11 @@ from typing import Any
 from agent.demonstrations import Demonstration, load_demonstrations
 from agent.errors import DataError
 from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
+from agent.registry import load_policy_manifest
 from browser.commands import parse_command
 from browser.errors import InvalidCommand
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import discard, load_usable_manifest, publish
+from infra.checkpoints import discard, publish
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -367,7 +368,7 @@ def _adapter_to_continue(config: BCTrainConfig) -> str:
     """The version of config.init_adapter, once it is checked to be an intact LoRA adapter
     of this base; a DataError (or CheckpointError) says what is wrong otherwise."""
     assert config.init_adapter is not None
-    manifest = load_usable_manifest(config.init_adapter, kind="policy", verify=True)
+    manifest = load_policy_manifest(config.init_adapter, verify=True)
     if config.base_version and manifest.base_model != config.base_version:
         raise DataError(
             f"{config.init_adapter} was trained on {manifest.base_model!r}, "

@@ -2,7 +2,6 @@
 
 import argparse
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -11,23 +10,16 @@ from agent.episode import EpisodeConfig
 from agent.errors import ConfigurationError
 from agent.model import (
     DEFAULT_VERSION,
+    default_policy_server,
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
 )
 from agent.openai_policy import OpenAIPolicy
 from agent.registry import PolicyRegistry, describe
-from agent.vllm_server import (
-    DEFAULT_PORT,
-    LORA_PORT,
-    RunningServer,
-    ServerConfig,
-    find_running,
-    start,
-    stop,
-)
 from browser.session import SessionConfig
 from browser.web import ENGINES, Web, WebOptions
+from infra.vllm_server import DEFAULT_PORT, ServerConfig, find_running, print_progress, start, stop
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -85,13 +77,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     answer.set_defaults(run=_answer)
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def _prepare(args: argparse.Namespace) -> int:
-    print(prepare_default_model(_progress))
-    adapter = prepare_default_adapter(_progress)
+    print(prepare_default_model(print_progress))
+    adapter = prepare_default_adapter(print_progress)
     print(adapter)
     return 0
 
@@ -124,16 +112,16 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    model_dir = args.model_dir or prepare_default_model(_progress)
+    model_dir = args.model_dir or prepare_default_model(print_progress)
     config = ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION, port=args.port)
-    _progress(f"starting vLLM for {model_dir} on {config.url} (first start compiles: minutes)")
-    running = start(config, _progress)
-    _progress(f"serving {running.model} at {running.url}; Ctrl-C stops it")
+    print_progress(f"starting vLLM for {model_dir} on {config.url} (first start compiles: minutes)")
+    running = start(config, print_progress)
+    print_progress(f"serving {running.model} at {running.url}; Ctrl-C stops it")
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        _progress("stopping vLLM")
+        print_progress("stopping vLLM")
     finally:
         stop(running)
     return 0
@@ -142,30 +130,16 @@ def _serve(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     running = find_running(DEFAULT_VERSION)
     if running is None:
-        _progress("no local vLLM server is running")
+        print_progress("no local vLLM server is running")
         return 0
     stop(running)
-    _progress(f"stopped vLLM (pid {running.pid})")
+    print_progress(f"stopped vLLM (pid {running.pid})")
     return 0
 
 
-def local_policy_url() -> tuple[str, str]:
-    """The local server of the embedded default, started (detached) if none runs."""
-    running = find_running(DEFAULT_VERSION)
-    if running is None:
-        model_dir = prepare_default_model(_progress)
-        _progress("starting the local vLLM server (first start compiles: minutes)")
-        running = start(ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION), _progress)
-        _progress(f"vLLM ready at {running.url} (it keeps running; `webgpt model stop` ends it)")
+def _local_policy_url() -> tuple[str, str]:
+    running = default_policy_server(print_progress)
     return running.url, running.model
-
-
-def local_lora_server(base_dir: Path, base: str) -> RunningServer:
-    """A local vLLM server of base that loads LoRA adapters at run time (policy hot reload),
-    started for the service that calls this and stopped with it."""
-    config = ServerConfig(model_dir=base_dir, served_name=base, port=LORA_PORT, runtime_lora=True)
-    _progress(f"starting vLLM for {base} with runtime LoRA loading on {config.url}")
-    return start(config, _progress, record=False)
 
 
 def _answer(args: argparse.Namespace) -> int:
@@ -178,7 +152,7 @@ def _answer(args: argparse.Namespace) -> int:
     if args.reward_url is not None and args.reward_model is None:
         raise ConfigurationError("--reward-url needs --reward-model (the served checkpoint)")
     scorer = _load_scorer(args.reward_model, args.reward_url)  # fails before vLLM starts
-    url, model = (args.policy_url, args.policy_model) if args.policy_url else local_policy_url()
+    url, model = (args.policy_url, args.policy_model) if args.policy_url else _local_policy_url()
     result = asyncio.run(_answer_async(args, url, model, scorer))
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -190,7 +164,7 @@ def _answer(args: argparse.Namespace) -> int:
 def _load_scorer(folder: Path | None, url: str | None) -> Scorer | None:
     if folder is None:
         return None
-    from reward.protocol import open_scorer
+    from reward.factory import open_scorer
 
     return open_scorer(folder, url)
 

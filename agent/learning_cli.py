@@ -15,6 +15,7 @@ from agent.questions import Question, generate_questions, load_questions
 from browser.cli import add_web_arguments, web_options
 from browser.session import SessionConfig
 from browser.web import Web, WebOptions
+from infra.vllm_server import print_progress
 from reward.cli import add_dataclass_options
 
 
@@ -125,10 +126,6 @@ def offline_web(store: Path | None) -> Web:
     return Web(dataclasses.replace(options, engine="offline", offline_only=True))
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def _per_split(spec: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for part in spec.split(","):
@@ -207,14 +204,14 @@ async def _generate_async(args: argparse.Namespace) -> int:
             if demo is not None:
                 demos.append(demo)
             if number % 50 == 0 or number == len(questions):
-                _progress(f"{number}/{len(questions)} questions, {len(demos)} demonstrations")
+                print_progress(f"{number}/{len(questions)} questions, {len(demos)} demonstrations")
         if teacher is not None:
             await teacher.aclose()
     finally:
         await web.aclose()
     count = write_demonstrations(args.out, demos)
     splits = Counter(d.split or "-" for d in demos)
-    _progress(f"wrote {count} demonstrations to {args.out} ({dict(splits)})")
+    print_progress(f"wrote {count} demonstrations to {args.out} ({dict(splits)})")
     return 0 if count else 1
 
 
@@ -246,7 +243,7 @@ def _train_bc(args: argparse.Namespace) -> int:
     from agent.bc import BCTrainConfig, train_bc  # torch: only when training
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(BCTrainConfig)}
-    result = train_bc(BCTrainConfig(**values), log=_progress)
+    result = train_bc(BCTrainConfig(**values), log=print_progress)
     print(result.checkpoint)
     return 0
 
@@ -317,9 +314,9 @@ def parse_policy_target(spec: str) -> PolicyTarget:
         from agent.model import prepare_base_model, prepare_default_model
 
         folder = (
-            prepare_default_model(_progress)
+            prepare_default_model(print_progress)
             if target == "default"
-            else prepare_base_model(_progress)
+            else prepare_base_model(print_progress)
         )
         return PolicyTarget(label or target, folder=folder)
     if target.startswith(("http://", "https://")):
@@ -354,15 +351,15 @@ async def _eval_one(args: argparse.Namespace, target: PolicyTarget, questions: l
     from agent.episode import EpisodeConfig
     from agent.evaluate import evaluate_policy, progress_bar
     from agent.openai_policy import OpenAIPolicy
-    from agent.vllm_server import DEFAULT_PORT, ServerConfig, start, stop
+    from infra.vllm_server import DEFAULT_PORT, ServerConfig, start, stop
 
     running = None
     url, model = target.url, target.model
     if target.folder is not None:
-        _progress(f"starting vLLM for {target.folder} (first start compiles: minutes)")
+        print_progress(f"starting vLLM for {target.folder} (first start compiles: minutes)")
         running = start(
             ServerConfig(model_dir=target.folder, served_name=target.label, port=DEFAULT_PORT + 10),
-            _progress,
+            print_progress,
             record=False,
         )
         url, model = running.url, running.model
@@ -371,7 +368,7 @@ async def _eval_one(args: argparse.Namespace, target: PolicyTarget, questions: l
     policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
     scorer = None
     if args.reward_model is not None:
-        from reward.protocol import open_scorer
+        from reward.factory import open_scorer
 
         scorer = open_scorer(args.reward_model, None)
     try:

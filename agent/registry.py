@@ -5,7 +5,7 @@
     registry/policy/current      symlink to the version the service serves
     registry/policy/previous     symlink to the version `rollback` returns to
 
-Versions are immutable once published (atomic rename, reward.checkpoints.publish). Moving
+Versions are immutable once published (atomic rename, infra.checkpoints.publish). Moving
 an alias is one atomic rename of a symlink, so a service polling `current` sees the old
 version or the new, never a missing one. `promote` verifies the version's files before
 moving the alias; the service checks them again, and runs canaries, before it serves it.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agent.errors import ConfigurationError
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import (
+from infra.checkpoints import (
     MANIFEST,
     Manifest,
     alias_target,
@@ -35,6 +35,11 @@ CURRENT = "current"
 PREVIOUS = "previous"
 ADAPTER_CONFIG = "adapter_config.json"
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def load_policy_manifest(folder: Path, verify: bool = False) -> Manifest:
+    """The manifest of a policy checkpoint this build can serve, or CheckpointError."""
+    return load_usable_manifest(folder, "policy", OBSERVATION_FORMAT_VERSION, verify=verify)
 
 
 def is_adapter(folder: Path) -> bool:
@@ -129,7 +134,7 @@ class PolicyRegistry:
     def promote(self, version: str) -> Aliases:
         """Point `current` at version (checked first) and `previous` at what it named."""
         check_version_name(version)
-        load_usable_manifest(self.root / version, "policy", verify=True)
+        load_policy_manifest(self.root / version, verify=True)
         before = self.aliases()
         if before.current == version:
             return before

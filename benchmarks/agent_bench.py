@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.ser
 from agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from agent.model import DEFAULT_VERSION, prepare_default_model
 from agent.openai_policy import OpenAIPolicy
-from agent.vllm_server import ServerConfig, start, stop
 from browser.loader import PageCache
 from browser.session import SessionConfig
 from browser.web import Web, WebOptions
+from infra.vllm_server import ServerConfig, start, stop
 from tests.servers import free_port
 
 QUESTIONS = [

@@ -22,9 +22,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.model import prepare_default_model
-from agent.vllm_server import ServerConfig, start, stop
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import publish
+from infra.checkpoints import publish
+from infra.vllm_server import ServerConfig, start, stop
 from reward.model import RewardModel, tokenize
 from reward.remote import RemoteRewardScorer
 

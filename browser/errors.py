@@ -12,7 +12,6 @@ Hierarchy::
     ├── RenderError           a document could not be rendered (worker died, timed out)
     ├── SearchError           a search engine failed
     │   └── RateLimited       the engine asked us to slow down
-    ├── PackageError          a registry package (embedded default data) is unavailable
     ├── CorpusError           the offline web store is missing or malformed
     └── EpisodeOver           a step after the end, or an answer prompt without quotes
 
@@ -67,10 +66,6 @@ class RateLimited(SearchError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
-
-
-class PackageError(BrowserError):
-    """A registry package could not be downloaded or lacks the expected file."""
 
 
 class CorpusError(BrowserError):

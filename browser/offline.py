@@ -6,7 +6,6 @@ clicking, scrolling and quoting behave exactly as on the live web.
 """
 
 import asyncio
-import os
 import re
 import sqlite3
 import threading
@@ -18,6 +17,7 @@ from urllib.parse import urldefrag
 from browser.errors import CorpusError, FetchError
 from browser.fetch import Document, Fetcher
 from browser.search.base import SearchResult
+from infra.settings import webgpt_home
 
 SCHEMA = """
 CREATE TABLE pages (
@@ -33,11 +33,6 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
-
-
-def webgpt_home() -> Path:
-    """Where downloads, the offline web and models live (WEBGPT_HOME, else ~/.cache/webgpt)."""
-    return Path(os.environ.get("WEBGPT_HOME") or Path.home() / ".cache" / "webgpt")
 
 
 def default_store_path() -> Path:

@@ -5,10 +5,13 @@ Chromium); each request takes a fresh `PageCache` from it so its episodes share 
 """
 
 import dataclasses
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import BeforeValidator, field_validator
+from pydantic_settings import NoDecode
 
 from browser.chromium import ChromiumRenderer
 from browser.errors import BrowserError
@@ -22,6 +25,7 @@ from browser.search.base import SearchEngine
 from browser.search.remote import BingSearch, BraveSearch, SearxngSearch
 from browser.session import BrowserSession, SessionConfig
 from browser.workers import RenderWorkers
+from infra.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -46,28 +50,47 @@ class WebOptions:
 
     @classmethod
     def from_env(cls, **overrides: object) -> "WebOptions":
-        env = os.environ
-        values: dict[str, object] = {
-            "engine": env.get("WEBGPT_ENGINE", "offline"),
-            "allow": tuple(a for a in env.get("WEBGPT_ALLOW", "").split(",") if a.strip()),
-            "searxng_url": env.get("WEBGPT_SEARXNG_URL", cls.searxng_url),
-            "brave_api_key": env.get("WEBGPT_BRAVE_API_KEY", ""),
-            "brave_url": env.get("WEBGPT_BRAVE_URL", cls.brave_url),
-            "bing_api_key": env.get("WEBGPT_BING_API_KEY", ""),
-            "bing_url": env.get("WEBGPT_BING_URL", cls.bing_url),
-            "render_url": env.get("WEBGPT_RENDER_URL") or None,
-        }
-        if env.get("WEBGPT_BLOCKED_DOMAINS") is not None:
-            blocked = env["WEBGPT_BLOCKED_DOMAINS"].split(",")
-            values["render"] = RenderOptions(
-                blocked_domains=frozenset(
-                    d.strip().lower().rstrip(".") for d in blocked if d.strip(" .")
-                )
-            )
-        if env.get("WEBGPT_OFFLINE_STORE"):
-            values["offline_store"] = Path(env["WEBGPT_OFFLINE_STORE"])
+        """Options from the WEBGPT_* variables (WebSettings); overrides that are not None win."""
+        settings = WebSettings()
+        values: dict[str, object] = settings.model_dump(exclude={"blocked_domains"})
+        if settings.blocked_domains is not None:
+            values["render"] = RenderOptions(blocked_domains=settings.blocked_domains)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _comma_separated(value: object) -> object:
+    return (
+        tuple(p.strip() for p in value.split(",") if p.strip()) if isinstance(value, str) else value
+    )
+
+
+class WebSettings(Settings):
+    """The WEBGPT_* variables of WebOptions, with its defaults."""
+
+    engine: str = "offline"
+    # HOST[:PORT],... reachable although private (tests, dev only)
+    allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_separated)] = ()
+    offline_store: Path | None = None
+    render_url: str | None = None
+    searxng_url: str = WebOptions.searxng_url
+    brave_api_key: str = ""
+    brave_url: str = WebOptions.brave_url
+    bing_api_key: str = ""
+    bing_url: str = WebOptions.bing_url
+    # Domains whose links and search results are removed, comma-separated; unset (or empty,
+    # like every variable): RenderOptions' default list.
+    blocked_domains: Annotated[
+        frozenset[str] | None, NoDecode, BeforeValidator(_comma_separated)
+    ] = None
+
+    @field_validator("blocked_domains")
+    @classmethod
+    def _normalised(cls, domains: frozenset[str] | None) -> frozenset[str] | None:
+        # "Example.COM." is example.com: a trailing dot or capitals must not bypass the list.
+        if domains is None:
+            return None
+        return frozenset(d.lower().strip(".") for d in domains if d.strip("."))
 
 
 def _searxng(o: WebOptions, _: OfflineWeb | None) -> SearchEngine:

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from browser.events import CollectedQuote
 from browser.observation import answer_prompt
@@ -55,6 +55,23 @@ class _RowError(ValueError):
 def scored_text(question: str, quotes: list[CollectedQuote], answer: str) -> str:
     """What the reward model reads: the answer-phase prompt, then the answer."""
     return answer_prompt(question, quotes) + answer
+
+
+class ScoredText(Protocol):
+    """An answer as the policy produced it. agent.answer.ScoredAnswer satisfies this
+    structurally (reward/ never imports agent/)."""
+
+    @property
+    def answer_prompt(self) -> str: ...
+
+    @property
+    def answer(self) -> str: ...
+
+
+def answer_text(answer: ScoredText) -> str:
+    """scored_text of an answer whose prompt was already built: exactly what the policy read
+    and wrote."""
+    return answer.answer_prompt + answer.answer
 
 
 def load_comparisons(paths: Iterable[Path]) -> tuple[list[Comparison], LoadReport]:

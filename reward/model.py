@@ -5,7 +5,7 @@ token. Rewards are Elo-like: r_a - r_b is the logit of P(a preferred over b).
 
 A checkpoint folder is a Hugging Face `<Arch>ForSequenceClassification` model with one
 label (the backbone under its usual prefix, the head as `score.weight`), the tokenizer, and
-the manifest (reward.checkpoints) whose metrics carry the normalisation `offset`
+the manifest (infra.checkpoints) whose metrics carry the normalisation `offset`
 (subtracted so a reference set scores 0 on average). That layout is what transformers and
 vLLM's pooling runner load as they are, so the same folder is scored in the service's
 process (reward.scorer) or on a vLLM server (reward.remote) with no conversion step.
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from reward.errors import CheckpointError
+from infra.errors import CheckpointError
 
 
 class RewardModel(nn.Module):

@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 
 from infra.retry import RetryPolicy
-from reward.checkpoints import load_reward_manifest
+from reward.data import ScoredText, answer_text
 from reward.errors import RewardServerError
-from reward.protocol import ScoredText, scored_text
+from reward.factory import load_reward_manifest
 
 
 class RemoteRewardScorer:
@@ -62,7 +62,7 @@ class RemoteRewardScorer:
         return self.version
 
     async def score(self, answers: Sequence[ScoredText]) -> list[float]:
-        return await self.score_texts([scored_text(a) for a in answers])
+        return await self.score_texts([answer_text(a) for a in answers])
 
     async def score_texts(self, texts: list[str]) -> list[float]:
         """Normalised rewards of texts (answer-phase prompt + answer each)."""

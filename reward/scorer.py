@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 
-from reward.checkpoints import load_reward_manifest
+from reward.data import ScoredText, answer_text
+from reward.factory import load_reward_manifest
 from reward.model import RewardModel, tokenize
-from reward.protocol import ScoredText, scored_text
 
 
 class RewardScorer:
@@ -50,7 +50,7 @@ class RewardScorer:
         return self.version
 
     async def score(self, answers: Sequence[ScoredText]) -> list[float]:
-        texts = [scored_text(a) for a in answers]
+        texts = [answer_text(a) for a in answers]
         return await asyncio.get_running_loop().run_in_executor(
             self._executor, self.score_texts, texts
         )

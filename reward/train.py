@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import discard, publish
+from infra.checkpoints import discard, publish
 from reward.config import RewardTrainConfig
 from reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
 from reward.errors import DataError

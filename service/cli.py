@@ -14,6 +14,7 @@ import browser.cli
 import reward.cli
 from agent.errors import AgentError, ConfigurationError
 from browser.errors import BrowserError
+from infra.errors import InfraError
 from reward.errors import RewardError
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
-    except (BrowserError, AgentError, RewardError) as error:
+    except (BrowserError, AgentError, RewardError, InfraError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

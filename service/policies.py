@@ -31,12 +31,12 @@ import httpx
 from agent.episode import EpisodeConfig, run_episode
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
-from agent.registry import is_adapter
-from agent.vllm_server import RunningServer, ServerConfig, free_port, start, stop
+from agent.registry import is_adapter, load_policy_manifest
 from browser.session import SessionConfig
 from browser.web import Web
-from reward.checkpoints import Manifest, load_usable_manifest
-from reward.errors import IncompatibleCheckpoint
+from infra.checkpoints import Manifest
+from infra.errors import IncompatibleCheckpoint
+from infra.vllm_server import RunningServer, ServerConfig, free_port, start, stop
 from service.versions import CanaryFailed, log_event
 
 CANARY_MAX_ACTIONS = 10
@@ -197,7 +197,7 @@ class PolicyVersions:
 
     async def bring_up(self, folder: Path) -> OpenAIPolicy:
         """Check the version in folder, serve it beside the served one, run its canaries."""
-        manifest = await asyncio.to_thread(load_usable_manifest, folder, "policy", True)
+        manifest = await asyncio.to_thread(load_policy_manifest, folder, True)
         if is_adapter(folder) or self.launcher is None:
             await self.server.load(manifest, folder)
             policy = self.client(manifest.version)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from agent.answer import ScoredAnswer, Scorer
 from agent.errors import ConfigurationError
-from reward.protocol import open_scorer
+from reward.factory import open_scorer
 from service.settings import ServiceSettings
 from service.versions import Slot
 

@@ -6,9 +6,11 @@ import logging
 import uvicorn
 
 from agent.errors import ConfigurationError
+from agent.model import default_policy_server
 from agent.openai_policy import OpenAIPolicy
 from browser.web import Web, WebOptions
-from reward.checkpoints import load_manifest
+from infra.checkpoints import load_manifest
+from infra.vllm_server import print_progress, start_lora_server
 from service.app import create_app
 from service.metrics import Metrics
 from service.policies import LoRAServer, PolicyVersions, VLLMLauncher
@@ -45,9 +47,8 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     if settings.policy_url is not None and settings.policy_model is not None:
         url, model = settings.policy_url, settings.policy_model
     else:
-        from agent.cli import local_policy_url
-
-        url, model = local_policy_url()
+        running = default_policy_server(print_progress)
+        url, model = running.url, running.model
     policy = OpenAIPolicy(url, model, api_key=key)
     return AnswerService(settings, web, policy, scorer, Metrics(), store)
 
@@ -64,10 +65,8 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
     if settings.policy_url is not None and settings.policy_model is not None:
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
         return PolicyVersions(server, web, settings.policy_canaries)
-    from agent.cli import local_lora_server
-
     base = load_manifest(alias.resolve()).base_model
-    running = local_lora_server(alias.resolve().parent / base, base)
+    running = start_lora_server(alias.resolve().parent / base, base, print_progress)
     return PolicyVersions(
         LoRAServer(running.url, base), web, settings.policy_canaries, running, VLLMLauncher()
     )

@@ -1,23 +1,19 @@
-"""Service settings: one pydantic-settings class, every field also a WEBGPT_* variable."""
+"""Service settings: every field is also a WEBGPT_* variable (infra.settings: how they are read)."""
 
 import ipaddress
 import re
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from browser.offline import webgpt_home
+from infra.settings import Settings, webgpt_home
 
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
 
 
-class ServiceSettings(BaseSettings):
-    # An empty variable means unset, so compose files and ConfigMaps can leave one blank.
-    model_config = SettingsConfigDict(env_prefix="WEBGPT_", extra="ignore", env_ignore_empty=True)
-
+class ServiceSettings(Settings):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
 
@@ -42,7 +38,9 @@ class ServiceSettings(BaseSettings):
     policy_checkpoint: Path | None = None
     policy_reload_s: float = Field(default=10.0, ge=0)  # how often to re-resolve it; 0: never
     # Questions a new version must answer (cited, no refused command) before it serves.
-    policy_canaries: list[str] = ["Who wrote the novel Pride and Prejudice?"]
+    policy_canaries: list[str] = Field(
+        default_factory=lambda: ["Who wrote the novel Pride and Prejudice?"]
+    )
     reward_model: Path | None = None  # None: n must be 1
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and
     # reward_model names its checkpoint folder, of which only the manifest is read.

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from reward.checkpoints import load_manifest
-from reward.errors import CorruptCheckpoint, IncompatibleCheckpoint
+from infra.checkpoints import load_manifest
+from infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
 
 logger = logging.getLogger("webgpt.service")
 

@@ -10,8 +10,8 @@ from agent.bc import BCResult, BCTrainConfig, examples_of, tokenize_example, tra
 from agent.demonstrations import write_demonstrations
 from agent.errors import DataError
 from browser.web import Web
-from reward.checkpoints import load_manifest
-from reward.errors import CheckpointError
+from infra.checkpoints import load_manifest
+from infra.errors import CheckpointError
 from tests.agent.test_demonstrations import scripted_demos
 
 

@@ -8,8 +8,8 @@ import pytest
 from agent.errors import ConfigurationError
 from agent.registry import PolicyRegistry
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import load_manifest
-from reward.errors import CorruptCheckpoint, IncompatibleCheckpoint
+from infra.checkpoints import load_manifest
+from infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
 from service.cli import main
 
 

@@ -15,11 +15,11 @@ from agent.model import DEFAULT_VERSION, prepare_default_model
 from agent.openai_policy import OpenAIPolicy
 from agent.policy import Sampling
 from agent.prompts import COMMAND_STOP, browsing_prompt
-from agent.vllm_server import RunningServer, ServerConfig, start, stop
 from browser.commands import parse_command
 from browser.session import SessionConfig
 from browser.web import Web
-from reward.checkpoints import load_manifest
+from infra.checkpoints import load_manifest
+from infra.vllm_server import RunningServer, ServerConfig, start, stop
 from tests.servers import free_port
 
 pytestmark = pytest.mark.slow

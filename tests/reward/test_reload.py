@@ -18,7 +18,7 @@ import pytest
 
 from agent.answer import ScoredAnswer
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.checkpoints import MANIFEST, load_manifest, publish
+from infra.checkpoints import MANIFEST, load_manifest, publish
 from service.scoring import scorer_slot
 from tests.agent.fake_policy import Script
 from tests.reward.tiny import answer

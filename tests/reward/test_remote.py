@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.vllm_server import ServerConfig, start, stop
-from reward.errors import CheckpointError, RewardServerError
+from infra.errors import CheckpointError
+from infra.vllm_server import ServerConfig, start, stop
+from reward.errors import RewardServerError
 from reward.remote import RemoteRewardScorer
 from reward.scorer import RewardScorer
 from tests.agent.fake_policy import Script

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from reward.checkpoints import load_manifest
+from infra.checkpoints import load_manifest
 from reward.config import RewardTrainConfig
 from reward.model import RewardModel
 from reward.scorer import RewardScorer
@@ -119,7 +119,7 @@ def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
 
 
 def test_a_second_publish_of_a_version_is_refused(trained, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from reward.errors import CheckpointError
+    from infra.errors import CheckpointError
 
     backbone, checkpoint, _ = trained
     comparisons = tmp_path / "c.jsonl"

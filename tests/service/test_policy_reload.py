@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from agent.errors import ConfigurationError
 from agent.registry import PolicyRegistry
 from browser.web import Web, WebOptions
-from reward.checkpoints import point_alias
+from infra.checkpoints import point_alias
 from service.app import create_app
 from service.metrics import Metrics
 from service.policies import Launcher

@@ -14,7 +14,7 @@ import pytest
 
 from agent.model import BASE_VERSION, SHIPPED_ADAPTER, prepare_base_model, prepare_default_model
 from agent.registry import PolicyRegistry
-from agent.vllm_server import RunningServer, ServerConfig, serves, start, stop
+from infra.vllm_server import RunningServer, ServerConfig, serves, start, stop
 from service.policies import VLLMLauncher
 from tests.servers import free_port
 from tests.service.test_policy_reload import Outcome, policy_service, promote_under_load

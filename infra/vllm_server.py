@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from agent.errors import ModelError
-from browser.offline import webgpt_home
+from infra.errors import VLLMServerError
+from infra.settings import webgpt_home
 
 DEFAULT_PORT = 8300
 LORA_PORT = 8301  # the server a service with policy hot reload starts for itself
@@ -179,6 +179,19 @@ def start(
     return running
 
 
+def start_lora_server(model_dir: Path, served_name: str, progress: Progress) -> RunningServer:
+    """A vLLM server of model_dir that loads LoRA adapters at run time (policy hot reload),
+    on LORA_PORT, not recorded: the service that starts it stops it."""
+    config = ServerConfig(model_dir, served_name, port=LORA_PORT, runtime_lora=True)
+    progress(f"starting vLLM for {served_name} with runtime LoRA loading on {config.url}")
+    return start(config, progress, record=False)
+
+
+def print_progress(message: str) -> None:
+    """The progress callback of commands: a line on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def wait_ready(
     running: RunningServer, progress: Progress, timeout_s: float, exited: Callable[[], bool]
 ) -> None:
@@ -186,10 +199,12 @@ def wait_ready(
     last_line = ""
     while not serves(running.url, running.model, timeout_s=1.0):
         if exited():
-            raise ModelError(f"vLLM exited during start-up:\n{_tail(Path(running.log))}")
+            raise VLLMServerError(f"vLLM exited during start-up:\n{_tail(Path(running.log))}")
         elapsed = time.monotonic() - started
         if elapsed > timeout_s:
-            raise ModelError(f"vLLM did not answer within {timeout_s:.0f} s; log: {running.log}")
+            raise VLLMServerError(
+                f"vLLM did not answer within {timeout_s:.0f} s; log: {running.log}"
+            )
         line = _tail(Path(running.log), 1)
         if line and line != last_line:
             progress(f"[{elapsed:5.0f} s] {line[-160:]}")

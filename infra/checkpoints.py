@@ -3,8 +3,9 @@
 A checkpoint is a folder of Hugging Face files plus `manifest.json`:
 kind, version, base model, observation format version, sha256 of every file, metrics.
 It is published by writing a temporary sibling folder and renaming it into place, so a
-reader never sees a half-written checkpoint. (This lives in reward/ because agent/ may
-import reward/, never the reverse, and both need it.)
+reader never sees a half-written checkpoint. The policy registry (agent.registry) and the
+reward trainer both publish here; the observation format a build speaks is the caller's
+(browser.observation.OBSERVATION_FORMAT_VERSION), as infra/ imports no other package.
 """
 
 import hashlib
@@ -16,8 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from reward.errors import CheckpointError, CorruptCheckpoint, IncompatibleCheckpoint
+from infra.errors import CheckpointError, CorruptCheckpoint, IncompatibleCheckpoint
 
 MANIFEST = "manifest.json"
 Kind = Literal["policy", "reward"]
@@ -119,22 +119,20 @@ def _inside(folder: Path, name: str) -> bool:
     return (root / name).resolve().is_relative_to(root)
 
 
-def load_usable_manifest(folder: Path, kind: Kind, verify: bool = False) -> Manifest:
-    """The manifest of a checkpoint of this kind that this build can use, or CheckpointError."""
+def load_usable_manifest(
+    folder: Path, kind: Kind, observation_format_version: int, verify: bool = False
+) -> Manifest:
+    """The manifest of a checkpoint of this kind trained on the observation format this
+    build speaks, or CheckpointError."""
     manifest = load_manifest(folder, verify=verify)
     if manifest.kind != kind:
         raise CheckpointError(f"{folder} is a {manifest.kind} checkpoint, not a {kind} model")
-    if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
+    if manifest.observation_format_version != observation_format_version:
         raise IncompatibleCheckpoint(
             f"{folder} was trained on observation format "
-            f"{manifest.observation_format_version}; this build speaks {OBSERVATION_FORMAT_VERSION}"
+            f"{manifest.observation_format_version}; this build speaks {observation_format_version}"
         )
     return manifest
-
-
-def load_reward_manifest(folder: Path, verify: bool = False) -> Manifest:
-    """The manifest of a reward checkpoint this build can score with, or CheckpointError."""
-    return load_usable_manifest(folder, "reward", verify=verify)
 
 
 def point_alias(alias: Path, version: str) -> None:

@@ -1,0 +1,33 @@
+"""Opening a reward checkpoint, torch-free: its manifest, and the scorer that runs it.
+
+`open_scorer` is the one place that chooses between scoring in this process
+(reward.scorer, torch) and on a vLLM pooling server (reward.remote, no torch).
+"""
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from browser.observation import OBSERVATION_FORMAT_VERSION
+from infra.checkpoints import Manifest, load_usable_manifest
+
+if TYPE_CHECKING:
+    from reward.remote import RemoteRewardScorer
+    from reward.scorer import RewardScorer
+
+
+def load_reward_manifest(folder: Path, verify: bool = False) -> Manifest:
+    """The manifest of a reward checkpoint this build can score with, or CheckpointError."""
+    return load_usable_manifest(folder, "reward", OBSERVATION_FORMAT_VERSION, verify=verify)
+
+
+def open_scorer(
+    folder: Path, url: str | None = None, api_key: str | None = None
+) -> "RewardScorer | RemoteRewardScorer":
+    """The checkpoint in folder, scored on the vLLM server at url, or in this process."""
+    if url is not None:
+        from reward.remote import RemoteRewardScorer
+
+        return RemoteRewardScorer(url, folder, api_key=api_key)
+    from reward.scorer import RewardScorer  # torch: only when the model runs in-process
+
+    return RewardScorer(folder)
