@@ -19,6 +19,7 @@ import httpx
 
 from agent.errors import PolicyError, PolicyResponseError, PolicyTimeout, PolicyUnavailable
 from agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+from infra.pools import SpreadTransport
 from infra.retry import RetryPolicy, retry_after
 
 logger = logging.getLogger(__name__)
@@ -133,8 +134,7 @@ class OpenAIPolicy:
                 base_url=self.base_url.rstrip("/"),
                 headers=headers,
                 timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-                transport=self.transport,
+                transport=self.transport or SpreadTransport(),
                 trust_env=False,
             )
         return self._client

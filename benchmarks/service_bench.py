@@ -107,6 +107,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--requests", type=int, default=64, help="requests per concurrency level")
+    parser.add_argument(
+        "--levels", default="1,16,64", help="concurrency levels, comma-separated (default 1,16,64)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         summaries = Path(tmp) / "summaries.json"
@@ -151,7 +154,7 @@ def main() -> None:
                 f"{'concurrency':>11} {'answers/s':>10} {'p50 ms':>8} {'p99 ms':>8}"
                 f" {'ms per step':>12}"
             )
-            for concurrency in (1, 16, 64):
+            for concurrency in (int(level) for level in args.levels.split(",")):
                 asyncio.run(level(base, concurrency, args.requests))
             status = Path(f"/proc/{service.pid}/status").read_text()
             peak = next(line for line in status.splitlines() if line.startswith("VmHWM"))

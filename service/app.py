@@ -5,7 +5,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,11 +16,13 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
+from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import AgentError
 from reward.errors import RewardServerError
 from service.errors import PayloadTooLarge, ServiceError, Unauthorized, public_message, status_of
+from service.metrics import Metrics
 from service.protocol import (
     AnswerRequest,
     AnswerResponse,
@@ -83,6 +85,56 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+class Observe:
+    """Request id, metrics and one JSON log line per request, as plain ASGI: it sees the
+    messages go by instead of re-streaming each one through a task and a memory channel, as
+    Starlette's @app.middleware("http") would for every event of every stream.
+    Latency is to the last byte (a stream's whole duration)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"")
+        request_id = given.decode("latin-1") if given else uuid.uuid4().hex
+        started = time.perf_counter()
+        status = 500  # what the client gets if the app fails before it starts a response
+
+        async def observed_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = MutableHeaders(scope=message)
+                headers["x-request-id"] = request_id
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            self._record(scope, request_id, status, time.perf_counter() - started)
+
+    def _record(self, scope: Scope, request_id: str, status: int, elapsed: float) -> None:
+        # Label by the matched route's template, so paths nobody serves add no series.
+        route = getattr(scope.get("route"), "path", "unmatched")
+        self.metrics.requests.labels(route, str(status)).inc()
+        self.metrics.latency.labels(route).observe(elapsed)
+        logger.info(
+            json.dumps(
+                {
+                    "request_id": request_id,
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status,
+                    "seconds": round(elapsed, 4),
+                }
+            )
+        )
+
+
 def create_app(service: AnswerService) -> FastAPI:
     settings = service.settings
     keys = [key.encode() for key in settings.api_key_list()]
@@ -94,6 +146,7 @@ def create_app(service: AnswerService) -> FastAPI:
 
     app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(Observe, metrics=service.metrics)
 
     async def authorize(request: Request) -> None:
         if not keys:
@@ -125,32 +178,6 @@ def create_app(service: AnswerService) -> FastAPI:
         )
         body = ErrorBody(error=ErrorDetail(type="invalid_request", message=message))
         return JSONResponse(body.model_dump(), status_code=422)
-
-    @app.middleware("http")
-    async def observe(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
-        started = time.perf_counter()
-        response = await call_next(request)
-        elapsed = time.perf_counter() - started
-        # Label by the matched route's template, so paths nobody serves add no series.
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        service.metrics.requests.labels(route, str(response.status_code)).inc()
-        service.metrics.latency.labels(route).observe(elapsed)
-        response.headers["x-request-id"] = request_id
-        logger.info(
-            json.dumps(
-                {
-                    "request_id": request_id,
-                    "method": request.method,
-                    "path": request.url.path,
-                    "status": response.status_code,
-                    "seconds": round(elapsed, 4),
-                }
-            )
-        )
-        return response
 
     @app.post("/answer", response_model=AnswerResponse, dependencies=[Depends(authorize)])
     async def answer(body: AnswerRequest) -> Response:

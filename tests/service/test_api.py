@@ -46,14 +46,29 @@ def test_stream_sends_typed_events_then_done(service_url) -> None:  # type: igno
     with (
         service_url() as base,
         httpx.stream(
-            "POST", f"{base}/answer", json={**QUESTION, "stream": True}, timeout=60
+            "POST",
+            f"{base}/answer",
+            json={**QUESTION, "stream": True},
+            headers={"x-request-id": "trace-42"},
+            timeout=60,
         ) as response,
     ):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["x-request-id"] == "trace-42"  # the caller's id, echoed
         data = [
             line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")
         ]
+        response.close()
+        # Recorded once the stream's last byte is sent, which may be just after [DONE] arrives.
+        metrics = ""
+        for _ in range(50):
+            metrics = httpx.get(f"{base}/metrics").text
+            if 'route="/answer",status="200"' in metrics:
+                break
+            time.sleep(0.1)
+    assert 'webgpt_requests_total{route="/answer",status="200"} 1.0' in metrics
+    assert 'webgpt_request_seconds_count{route="/answer"} 1.0' in metrics
     assert data[-1] == "[DONE]"
     events = [json.loads(d) for d in data[:-1]]
     kinds = [e["type"] for e in events]
