@@ -10,6 +10,7 @@ Per policy:
   and optionally the reward model's mean score.
 """
 
+import asyncio
 import re
 import statistics
 import time
@@ -18,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.answer import ScoredAnswer, Scorer
-from agent.episode import EpisodeConfig, run_episode
+from agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from agent.errors import PolicyError
 from agent.policy import Policy
 from agent.questions import Question, contains_gold
@@ -98,6 +99,24 @@ async def is_faithful(web: Web, answer: str, references: Sequence[Reference]) ->
     finally:
         await cache.aclose()
     return True
+
+
+async def sample_episodes(
+    question: str, policy: Policy, web: Web, samples: int, *,
+    episode: EpisodeConfig, session: SessionConfig,
+) -> list[EpisodeResult]:  # fmt: skip
+    """samples episodes of one question at once on one page cache (a vLLM server batches
+    them): the N samples of comparisons and of best-of-n."""
+    cache = web.new_cache()
+    try:
+        browsers = [web.session(cache=cache, config=session) for _ in range(samples)]
+        return list(
+            await asyncio.gather(
+                *(run_episode(i, b, policy, question, episode) for i, b in enumerate(browsers))
+            )
+        )
+    finally:
+        await cache.aclose()
 
 
 async def evaluate_policy(

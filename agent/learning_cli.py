@@ -1,22 +1,37 @@
-"""`webgpt demos generate`, `webgpt train bc`, `webgpt eval` and `webgpt browse`."""
+"""`webgpt demos generate`, `webgpt train bc`, `webgpt eval`, `webgpt browse` and
+`webgpt comparisons generate`."""
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import random
 import sys
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agent.demonstrations import Demonstration, Recorder, write_demonstrations
 from agent.errors import ConfigurationError
+from agent.openai_policy import OpenAIPolicy
 from agent.questions import Question, generate_questions, load_questions
 from browser.cli import add_web_arguments, web_options
 from browser.session import SessionConfig
 from browser.web import Web, WebOptions
 from infra.vllm_server import print_progress
 from reward.cli import add_dataclass_options
+
+if TYPE_CHECKING:
+    from agent.best_of_n import BestOfSamples
+    from agent.evaluate import PolicyReport
+
+
+POLICY_HELP = (
+    "`default` (the trained default), `base` (the untrained base), a checkpoint folder "
+    "(served by a local vLLM for the run), or URL,MODEL of a running OpenAI-compatible "
+    "server (default: `default`)"
+)
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -82,6 +97,25 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     add_web_arguments(browse, with_engine=True)
     browse.set_defaults(run=_browse)
 
+    comparisons = commands.add_parser("comparisons", help="comparisons for the reward model")
+    comparison_commands = comparisons.add_subparsers(dest="comparisons_command", required=True)
+    synthetic = comparison_commands.add_parser(
+        "generate",
+        help="sample answers from a policy and label every pair by rule (gold answer, "
+        "faithful citations): synthetic comparisons for `webgpt train rm`",
+    )
+    synthetic.add_argument("--questions", type=Path, required=True, help="questions JSONL")
+    synthetic.add_argument("--split", default="train", help="only rows of this split")
+    synthetic.add_argument("--limit", type=int, default=0, help="at most this many questions")
+    synthetic.add_argument("--policy", default="default", metavar="TARGET", help=POLICY_HELP)
+    synthetic.add_argument("--policy-key", default=None)
+    synthetic.add_argument("--samples", type=int, default=4, help="answers per question")
+    synthetic.add_argument("--temperature", type=float, default=0.9)
+    synthetic.add_argument("--max-actions", type=int, default=20)
+    synthetic.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
+    synthetic.add_argument("--store", type=Path, default=None, help="offline web file")
+    synthetic.set_defaults(run=_generate_comparisons)
+
 
 def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     evaluate = commands.add_parser(
@@ -97,9 +131,7 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
         action="append",
         default=[],
         metavar="[LABEL=]TARGET",
-        help="repeatable: `default` (the trained default), `base` (the untrained base), a "
-        "checkpoint folder (served by a local vLLM for the run), or URL,MODEL of a running "
-        "OpenAI-compatible server (default: `default`)",
+        help=f"repeatable: {POLICY_HELP}",
     )
     evaluate.add_argument("--policy-key", default=None)
     evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
@@ -107,6 +139,17 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
     evaluate.add_argument("--temperature", type=float, default=0.0)
     evaluate.add_argument("--reward-model", type=Path, default=None, help="also score answers")
     evaluate.add_argument("--json-out", type=Path, default=None, help="figures and outcomes")
+    evaluate.add_argument(
+        "--best-of",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: sample N answers per question (needs --reward-model and --temperature "
+        "> 0) and estimate the reward and correctness of best-of-n for n = 1..N",
+    )
+    evaluate.add_argument(
+        "--plot", type=Path, default=None, help="with --best-of: the curves as a PNG"
+    )
     evaluate.add_argument("--store", type=Path, default=None, help="offline web file")
     evaluate.set_defaults(run=_eval)
 
@@ -184,8 +227,6 @@ async def _generate_async(args: argparse.Namespace) -> int:
         demos: list[Demonstration] = []
         teacher = None
         if args.policy_url:
-            from agent.openai_policy import OpenAIPolicy
-
             teacher = OpenAIPolicy(
                 args.policy_url, args.policy_model, api_key=args.policy_key, guided=True
             )
@@ -334,11 +375,12 @@ def _eval(args: argparse.Namespace) -> int:
     import json
 
     from agent.evaluate import format_table
-    from agent.questions import load_questions
 
     questions = load_questions(args.questions, args.split)
     if args.limit:
         questions = questions[: args.limit]
+    if args.best_of:
+        return _eval_best_of(args, questions)
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
     reports = [asyncio.run(_eval_one(args, target, questions)) for target in targets]
     print(format_table(reports))
@@ -347,10 +389,12 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _eval_one(args: argparse.Namespace, target: PolicyTarget, questions: list[Question]):  # type: ignore[no-untyped-def]
-    from agent.episode import EpisodeConfig
-    from agent.evaluate import evaluate_policy, progress_bar
-    from agent.openai_policy import OpenAIPolicy
+@contextlib.asynccontextmanager
+async def serving(
+    target: PolicyTarget, api_key: str | None, guided: bool
+) -> AsyncIterator[OpenAIPolicy]:
+    """A client of target's policy; a checkpoint folder is served by a local vLLM (started
+    here, stopped on exit)."""
     from infra.vllm_server import DEFAULT_PORT, ServerConfig, start, stop
 
     running = None
@@ -364,28 +408,140 @@ async def _eval_one(args: argparse.Namespace, target: PolicyTarget, questions: l
         )
         url, model = running.url, running.model
     assert url is not None and model is not None
+    policy = OpenAIPolicy(url, model, api_key=api_key, guided=guided)
+    try:
+        yield policy
+    finally:
+        await policy.aclose()
+        if running is not None:
+            stop(running)
+
+
+async def _eval_one(
+    args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
+) -> "PolicyReport":
+    from agent.episode import EpisodeConfig
+    from agent.evaluate import evaluate_policy, progress_bar
+
     web = offline_web(args.store)
-    policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
     scorer = None
     if args.reward_model is not None:
         from reward.factory import open_scorer
 
         scorer = open_scorer(args.reward_model, None)
     try:
-        return await evaluate_policy(
-            target.label,
-            policy,
-            web,
-            questions,
-            episode=EpisodeConfig(temperature=args.temperature, guided=not args.no_guided),
-            session=SessionConfig(max_actions=args.max_actions),
-            scorer=scorer,
-            progress=progress_bar(sys.stderr),
-        )
+        async with serving(target, args.policy_key, not args.no_guided) as policy:
+            return await evaluate_policy(
+                target.label,
+                policy,
+                web,
+                questions,
+                episode=EpisodeConfig(temperature=args.temperature, guided=not args.no_guided),
+                session=SessionConfig(max_actions=args.max_actions),
+                scorer=scorer,
+                progress=progress_bar(sys.stderr),
+            )
     finally:
-        await policy.aclose()
         await web.aclose()
         if scorer is not None:
             await scorer.aclose()
-        if running is not None:
-            stop(running)
+
+
+def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
+    import json
+
+    from agent.best_of_n import format_best_of, plot_best_of
+
+    if args.reward_model is None:
+        raise ConfigurationError("--best-of needs --reward-model: it picks the best answer")
+    if args.temperature <= 0 or not 1 <= args.best_of <= 64:
+        raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
+    targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
+    curves = {}
+    for target in targets:
+        collected = asyncio.run(_best_of_one(args, target, questions))
+        curves[target.label] = collected.table()
+        print(format_best_of(target.label, curves[target.label]))
+    if args.plot is not None:
+        plot_best_of(curves, str(args.plot))
+        print_progress(f"wrote {args.plot}")
+    if args.json_out is not None:
+        rows = {label: [dataclasses.asdict(row) for row in rows] for label, rows in curves.items()}
+        args.json_out.write_text(json.dumps({"best_of": rows}, indent=2))
+    return 0
+
+
+async def _best_of_one(
+    args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
+) -> "BestOfSamples":
+    from agent.best_of_n import sample_best_of
+    from agent.episode import EpisodeConfig
+    from reward.factory import open_scorer
+
+    def progress(done: int, total: int) -> None:
+        if done % 10 == 0 or done == total:
+            print_progress(f"{target.label}: {done}/{total} questions sampled")
+
+    web = offline_web(args.store)
+    scorer = open_scorer(args.reward_model, None)
+    try:
+        async with serving(target, args.policy_key, not args.no_guided) as policy:
+            return await sample_best_of(
+                target.label,
+                policy,
+                web,
+                scorer,
+                questions,
+                args.best_of,
+                episode=EpisodeConfig(temperature=args.temperature, guided=not args.no_guided),
+                session=SessionConfig(max_actions=args.max_actions),
+                progress=progress,
+            )
+    finally:
+        await web.aclose()
+        await scorer.aclose()
+
+
+def _generate_comparisons(args: argparse.Namespace) -> int:
+    if not 1 <= args.samples <= 64:
+        raise ConfigurationError("--samples must be between 1 and 64")
+    questions = load_questions(args.questions, args.split)
+    if args.limit:
+        questions = questions[: args.limit]
+    target = parse_policy_target(args.policy)
+    return asyncio.run(_generate_comparisons_async(args, target, questions))
+
+
+async def _generate_comparisons_async(
+    args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
+) -> int:
+    import json
+
+    from agent.comparisons import GenerationReport, generate_comparisons
+    from agent.episode import EpisodeConfig
+
+    def progress(done: int, report: GenerationReport) -> None:
+        if done % 10 == 0 or done == len(questions):
+            print_progress(f"{done}/{len(questions)}: {report.summary()}")
+
+    web = offline_web(args.store)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_name(args.out.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            async with serving(target, args.policy_key, guided=True) as policy:
+                report = await generate_comparisons(
+                    questions,
+                    policy,
+                    web,
+                    lambda row: out.write(json.dumps(row) + "\n"),
+                    samples=args.samples,
+                    episode=EpisodeConfig(temperature=args.temperature),
+                    session=SessionConfig(max_actions=args.max_actions),
+                    progress=progress,
+                )
+    finally:
+        await web.aclose()
+    partial.replace(args.out)  # a file that is there is complete
+    print_progress(f"wrote {args.out}: {report.summary()}")
+    return 0 if report.rows else 1

@@ -1,0 +1,115 @@
+"""Synthetic comparisons (`webgpt comparisons generate`): answers labelled by rule, every
+pair a row that the reward model's loader reads."""
+
+import json
+from pathlib import Path
+
+from agent.comparisons import JudgedAnswer, comparison_rows
+from agent.questions import Question
+from agent.trace import Reference
+from reward.data import load_comparisons
+from tests.agent.fake_policy import Script, fake_policy_app
+from tests.agent.test_record import webgpt
+from tests.servers import serve
+
+MONA = "The Mona Lisa is a half-length portrait painting by the Italian artist Leonardo da Vinci."
+QUESTION = Question(
+    question="Who painted the Mona Lisa?", gold_answers=["Leonardo da Vinci"], split="train"
+)
+QUOTE = Reference(
+    n=1, title="Mona Lisa", url="https://en.wikipedia.org/wiki/Mona_Lisa",
+    domain="en.wikipedia.org", extract=MONA,
+)  # fmt: skip
+
+
+def judged(answer: str, correct: bool, faithful: bool) -> JudgedAnswer:
+    return JudgedAnswer(answer, (QUOTE,), correct=correct, faithful=faithful)
+
+
+def test_the_rule_prefers_correct_and_faithful_and_ties_the_rest(tmp_path: Path) -> None:
+    good = judged("Leonardo da Vinci painted it [1].", correct=True, faithful=True)
+    wrong = judged("Raphael painted it [1].", correct=False, faithful=True)
+    unfaithful = judged("Leonardo da Vinci, as [1] says.", correct=True, faithful=False)
+    also_good = judged("Leonardo da Vinci [1].", correct=True, faithful=True)
+    rows = comparison_rows(QUESTION, [good, wrong, unfaithful, also_good, good])
+    pairs = {(row["a"]["answer"], row["b"]["answer"]): row["preference"] for row in rows}
+    assert pairs == {
+        (good.answer, wrong.answer): "a",
+        (good.answer, unfaithful.answer): "a",
+        (good.answer, also_good.answer): "tie",  # both good
+        (wrong.answer, unfaithful.answer): "tie",  # neither
+        (wrong.answer, also_good.answer): "b",
+        (wrong.answer, good.answer): "b",
+        (unfaithful.answer, also_good.answer): "b",
+        (unfaithful.answer, good.answer): "b",
+        (also_good.answer, good.answer): "tie",
+    }  # the two identical answers make no pair
+    assert {row["source"] for row in rows} == {"synthetic"}
+    assert rows[1]["labels"] == {
+        "a": {"correct": True, "faithful": True},
+        "b": {"correct": True, "faithful": False},
+    }
+    assert rows[0]["a"]["quotes"] == [
+        {"title": "Mona Lisa", "url": QUOTE.url, "domain": "en.wikipedia.org", "extract": MONA}
+    ]
+    file = tmp_path / "comparisons.jsonl"
+    file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    comparisons, report = load_comparisons([file])
+    assert report.used == 9 and not report.skipped
+    assert [c.label for c in comparisons] == [1.0, 1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5]
+    assert comparisons[0].text_a.endswith(good.answer) and MONA in comparisons[0].text_a
+
+
+def test_generate_samples_real_episodes_and_writes_what_train_rm_reads(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    questions = tmp_path / "questions.jsonl"
+    dev = QUESTION.model_copy(update={"split": "dev"})
+    questions.write_text(QUESTION.model_dump_json() + "\n" + dev.model_dump_json() + "\n")
+    script = Script(
+        oracle_quote=MONA,  # each episode searches, opens the first result and quotes it
+        answers=[
+            "Leonardo da Vinci painted it [1].",  # good
+            "Raphael painted it [1].",  # wrong
+            "Leonardo da Vinci painted it.",  # cites nothing
+        ],
+    )
+    out = tmp_path / "data" / "comparisons.jsonl"
+    with serve(fake_policy_app(script)) as base:
+        result = webgpt(
+            "comparisons", "generate", "--questions", str(questions),
+            "--policy", f"fake={base}/v1,scripted", "--samples", "3",
+            "--store", str(learning_store), "--out", str(out), home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1 questions, 3 answers (33% good), 3 comparisons (2 preferences, 1 ties)" in (
+        result.stderr
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3 and not out.with_name("comparisons.jsonl.partial").exists()
+    assert {row["split"] for row in rows} == {"train"}  # the dev question was not used
+    preferred = sorted(
+        row[row["preference"]]["answer"] for row in rows if row["preference"] != "tie"
+    )
+    assert preferred == ["Leonardo da Vinci painted it [1]."] * 2
+    [tie] = [row for row in rows if row["preference"] == "tie"]
+    assert {tie["a"]["answer"], tie["b"]["answer"]} == {
+        "Raphael painted it [1].",
+        "Leonardo da Vinci painted it.",
+    }
+    for row in rows:  # each episode really browsed: its quote came from the page
+        for side in ("a", "b"):
+            assert row[side]["quotes"][0]["extract"] == MONA
+            assert row[side]["quotes"][0]["title"] == "Mona Lisa"
+    assert load_comparisons([out])[1].used == 3
+
+
+def test_generate_refuses_an_empty_split(tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(QUESTION.model_dump_json() + "\n")
+    result = webgpt(
+        "comparisons", "generate", "--questions", str(questions), "--split", "dev",
+        "--policy", "http://127.0.0.1:9/v1,x", "--out", str(tmp_path / "c.jsonl"), home=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "no questions in split 'dev'" in result.stderr
