@@ -84,7 +84,6 @@ async def judged_answers(
     samples: int,
     episode: EpisodeConfig,
     session: SessionConfig,
-    verify_web: Web | None = None,
 ) -> list[JudgedAnswer]:
     """samples answers to one question, each labelled; episodes that end without an answer
     are left out."""
@@ -96,9 +95,7 @@ async def judged_answers(
         if not result.answer:
             continue
         cited = bool(cited_numbers(result.answer, result.references))
-        faithful = cited and bool(
-            await is_faithful(verify_web or web, result.answer, result.references)
-        )
+        faithful = cited and bool(await is_faithful(web, result.answer, result.references))
         judged.append(
             JudgedAnswer(
                 answer=result.answer,
