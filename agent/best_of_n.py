@@ -61,17 +61,17 @@ def best_of_table(
     if len(counts) != 1 or len(rewards) != len(correct):
         raise ValueError("every question needs the same number of samples")
     [total] = counts
+    by_reward, by_correct = [], []  # per question: its samples valued by reward, by correct
+    for question_rewards, question_correct in zip(rewards, correct, strict=True):
+        floor = min((r for r in question_rewards if r != float("-inf")), default=0.0)
+        by_reward.append([Sample(r, floor if r == float("-inf") else r) for r in question_rewards])
+        by_correct.append(
+            [Sample(r, float(c)) for r, c in zip(question_rewards, question_correct, strict=True)]
+        )
     rows = []
     for n in range(1, total + 1):
-        picked_reward = picked_correct = 0.0
-        for question_rewards, question_correct in zip(rewards, correct, strict=True):
-            floor = min((r for r in question_rewards if r != float("-inf")), default=0.0)
-            by_reward = [Sample(r, r if r != float("-inf") else floor) for r in question_rewards]
-            picked_reward += best_of_n(by_reward, n)
-            by_correct = [
-                Sample(r, float(c)) for r, c in zip(question_rewards, question_correct, strict=True)
-            ]
-            picked_correct += best_of_n(by_correct, n)
+        picked_reward = sum(best_of_n(samples, n) for samples in by_reward)
+        picked_correct = sum(best_of_n(samples, n) for samples in by_correct)
         rows.append(BestOfRow(n, picked_reward / len(rewards), picked_correct / len(rewards)))
     return rows
 

@@ -58,15 +58,17 @@ def preference(a: JudgedAnswer, b: JudgedAnswer) -> Preference:
 
 def comparison_rows(question: Question, answers: Sequence[JudgedAnswer]) -> list[dict[str, Any]]:
     """Every pair of distinct answers of one question, labelled by the rule."""
+    sides = [answer.side() for answer in answers]
     rows = []
-    for a, b in itertools.combinations(answers, 2):
-        if a.side() == b.side():
+    for i, j in itertools.combinations(range(len(answers)), 2):
+        if sides[i] == sides[j]:
             continue  # the same text twice teaches nothing
+        a, b = answers[i], answers[j]
         rows.append(
             {
                 "question": question.question,
-                "a": a.side(),
-                "b": b.side(),
+                "a": sides[i],
+                "b": sides[j],
                 "preference": preference(a, b),
                 "source": SOURCE,
                 "labels": {"a": a.labels(), "b": b.labels()},

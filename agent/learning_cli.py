@@ -24,6 +24,7 @@ from reward.cli import add_dataclass_options
 
 if TYPE_CHECKING:
     from agent.best_of_n import BestOfSamples
+    from agent.episode import EpisodeConfig
     from agent.evaluate import PolicyReport
 
 
@@ -381,6 +382,8 @@ def _eval(args: argparse.Namespace) -> int:
         questions = questions[: args.limit]
     if args.best_of:
         return _eval_best_of(args, questions)
+    if args.plot is not None:
+        raise ConfigurationError("--plot draws best-of-n curves: give --best-of N too")
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
     reports = [asyncio.run(_eval_one(args, target, questions)) for target in targets]
     print(format_table(reports))
@@ -417,10 +420,17 @@ async def serving(
             stop(running)
 
 
+def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, SessionConfig]":
+    """The episode and session options of `webgpt eval`, with or without --best-of."""
+    from agent.episode import EpisodeConfig
+
+    episode = EpisodeConfig(temperature=args.temperature, guided=not args.no_guided)
+    return episode, SessionConfig(max_actions=args.max_actions)
+
+
 async def _eval_one(
     args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
 ) -> "PolicyReport":
-    from agent.episode import EpisodeConfig
     from agent.evaluate import evaluate_policy, progress_bar
 
     web = offline_web(args.store)
@@ -430,14 +440,15 @@ async def _eval_one(
 
         scorer = open_scorer(args.reward_model, None)
     try:
+        episode, session = _episode_settings(args)
         async with serving(target, args.policy_key, not args.no_guided) as policy:
             return await evaluate_policy(
                 target.label,
                 policy,
                 web,
                 questions,
-                episode=EpisodeConfig(temperature=args.temperature, guided=not args.no_guided),
-                session=SessionConfig(max_actions=args.max_actions),
+                episode=episode,
+                session=session,
                 scorer=scorer,
                 progress=progress_bar(sys.stderr),
             )
@@ -475,7 +486,6 @@ async def _best_of_one(
     args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
 ) -> "BestOfSamples":
     from agent.best_of_n import sample_best_of
-    from agent.episode import EpisodeConfig
     from reward.factory import open_scorer
 
     def progress(done: int, total: int) -> None:
@@ -485,6 +495,7 @@ async def _best_of_one(
     web = offline_web(args.store)
     scorer = open_scorer(args.reward_model, None)
     try:
+        episode, session = _episode_settings(args)
         async with serving(target, args.policy_key, not args.no_guided) as policy:
             return await sample_best_of(
                 target.label,
@@ -493,8 +504,8 @@ async def _best_of_one(
                 scorer,
                 questions,
                 args.best_of,
-                episode=EpisodeConfig(temperature=args.temperature, guided=not args.no_guided),
-                session=SessionConfig(max_actions=args.max_actions),
+                episode=episode,
+                session=session,
                 progress=progress,
             )
     finally:

@@ -113,3 +113,17 @@ def test_generate_refuses_an_empty_split(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert "no questions in split 'dev'" in result.stderr
+
+
+def test_generate_refuses_a_sample_count_out_of_range(tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(QUESTION.model_dump_json() + "\n")
+    for samples in ("0", "65"):
+        result = webgpt(
+            "comparisons", "generate", "--questions", str(questions), "--samples", samples,
+            "--policy", "http://127.0.0.1:9/v1,x", "--out", str(tmp_path / "c.jsonl"),
+            home=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 1
+        assert "--samples must be between 1 and 64" in result.stderr
+        assert not (tmp_path / "c.jsonl").exists()

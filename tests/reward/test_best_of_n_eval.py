@@ -76,3 +76,5 @@ def test_eval_best_of_needs_a_reward_model_and_sampling(tmp_path: Path) -> None:
     assert no_model.returncode == 1 and "needs --reward-model" in no_model.stderr
     greedy = webgpt(*base, "--best-of", "4", "--reward-model", str(tmp_path), home=tmp_path)
     assert greedy.returncode == 1 and "--temperature > 0" in greedy.stderr
+    plot_alone = webgpt(*base, "--plot", str(tmp_path / "p.png"), home=tmp_path)
+    assert plot_alone.returncode == 1 and "give --best-of N too" in plot_alone.stderr
