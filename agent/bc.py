@@ -35,7 +35,7 @@ from agent.registry import load_policy_manifest
 from browser.commands import parse_command
 from browser.errors import InvalidCommand
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import discard, publish
+from infra.checkpoints import discard, publish, staging_folder
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -338,26 +338,22 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         "config": {f.name: _jsonable(getattr(config, f.name)) for f in fields(config)},
     }
     checkpoint = config.out / config.version
-    config.out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{config.version}-", dir=config.out))
     try:
-        # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
-        trained.to(torch.bfloat16).save_pretrained(staging)
-        if not as_adapter:  # full weights are a whole model: the tokenizer goes with them
-            tokenizer.save_pretrained(staging)
-        (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
-        publish(
-            staging,
-            checkpoint,
-            kind="policy",
-            version=config.version,
-            base_model=config.base_version or str(config.base),
-            observation_format_version=OBSERVATION_FORMAT_VERSION,
-            metrics=metrics,
-        )
-    except BaseException:
-        discard(staging)
-        raise
+        with staging_folder(config.out, config.version) as staging:
+            # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
+            trained.to(torch.bfloat16).save_pretrained(staging)
+            if not as_adapter:  # full weights are a whole model: the tokenizer goes with them
+                tokenizer.save_pretrained(staging)
+            (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
+            publish(
+                staging,
+                checkpoint,
+                kind="policy",
+                version=config.version,
+                base_model=config.base_version or str(config.base),
+                observation_format_version=OBSERVATION_FORMAT_VERSION,
+                metrics=metrics,
+            )
     finally:
         discard(work)
     log(f"published {checkpoint}")

@@ -47,7 +47,7 @@ class TransformersPolicy:
     def _generate(self, prompt: str, sampling: Sampling) -> Completions:
         import torch
 
-        inputs = self.tokenizer(prompt, return_tensors="pt")
+        inputs = self.tokenizer(prompt, return_tensors="pt").to(self.model.device)
         prompt_length = inputs["input_ids"].shape[1]
         sample = sampling.temperature > 0
         with self._lock, torch.no_grad():  # one generation at a time: the model is shared
@@ -59,6 +59,9 @@ class TransformersPolicy:
                 top_k=None,
                 max_new_tokens=sampling.max_tokens,
                 num_return_sequences=sampling.n,
+                # stop as the serving engine does, rather than always writing max_tokens
+                stop_strings=list(sampling.stop) or None,
+                tokenizer=self.tokenizer,
                 pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
             )
         # output: (n, prompt_length + new) token ids

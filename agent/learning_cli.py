@@ -157,10 +157,16 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
 
 def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     from agent.bc import BCTrainConfig
+    from agent.rl import RLTrainConfig
 
     bc = kinds.add_parser("bc", help="behavior cloning on demonstrations")
     add_dataclass_options(bc, BCTrainConfig)
     bc.set_defaults(run=_train_bc)
+    rl = kinds.add_parser(
+        "rl", help="RL in the browsing environment against a reward model (TRL GRPO, KL to BC)"
+    )
+    add_dataclass_options(rl, RLTrainConfig)
+    rl.set_defaults(run=_train_rl)
 
 
 def offline_web(store: Path | None) -> Web:
@@ -286,6 +292,15 @@ def _train_bc(args: argparse.Namespace) -> int:
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(BCTrainConfig)}
     result = train_bc(BCTrainConfig(**values), log=print_progress)
+    print(result.checkpoint)
+    return 0
+
+
+def _train_rl(args: argparse.Namespace) -> int:
+    from agent.rl import RLTrainConfig, train_rl  # torch and TRL: only when training
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RLTrainConfig)}
+    result = train_rl(RLTrainConfig(**values), log=print_progress)
     print(result.checkpoint)
     return 0
 

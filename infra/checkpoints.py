@@ -12,7 +12,10 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -155,3 +158,16 @@ def alias_target(alias: Path) -> str | None:
 
 def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextmanager
+def staging_folder(out: Path, version: str) -> Iterator[Path]:
+    """A fresh folder beside OUT/VERSION for a trainer to write a checkpoint into before
+    `publish` renames it into place; removed when writing or publishing fails."""
+    out.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=out))
+    try:
+        yield folder
+    except BaseException:
+        discard(folder)
+        raise

@@ -22,3 +22,11 @@ class RewardTrainConfig:
     patience: int = field(default=2, metadata={"help": "epochs without progress before stop"})
     lora_rank: int = field(default=0, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
     seed: int = field(default=0, metadata={"help": "shuffling and split seed"})
+    held_out: Path | None = field(
+        default=None,
+        metadata={
+            "help": "comparisons to measure accuracy on after training (of questions never "
+            "trained on, e.g. `comparisons generate --split dev`); reported and kept in the "
+            "manifest"
+        },
+    )

@@ -15,7 +15,6 @@ import copy
 import json
 import math
 import random
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import torch
 
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import discard, publish
+from infra.checkpoints import publish, staging_folder
 from reward.config import RewardTrainConfig
 from reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
 from reward.errors import DataError
@@ -120,6 +119,7 @@ def evaluate(
         "loss": sum(losses) / max(len(losses), 1),
         "accuracy": correct / decided if decided else math.nan,
         "mean_reward": reward_sum / max(reward_count, 1),
+        "pairs": decided,
     }
 
 
@@ -200,11 +200,12 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     ema.copy_to(final)
     reference = evaluate(final, tokenizer, val_groups or train_groups, config, accelerator.device)
     offset = reference["mean_reward"]
+    held_out = None
+    if config.held_out is not None:
+        held_out = _held_out(final, tokenizer, train_groups, config, accelerator.device, log)
     checkpoint = config.out / config.version
     if accelerator.is_main_process:
-        config.out.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{config.version}-", dir=config.out))
-        try:
+        with staging_folder(config.out, config.version) as staging:
             final.save(staging)
             tokenizer.save_pretrained(staging)
             (staging / "train_config.json").write_text(
@@ -226,13 +227,44 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
                     "epochs": history,
                     "comparisons": report.used,
                     "skipped_rows": len(report.skipped),
+                    "held_out": held_out,
                 },
             )
-        except BaseException:
-            discard(staging)
-            raise
     log(f"published {checkpoint} (offset {offset:.4f})")
     return TrainResult(checkpoint, step_losses, history, offset, report.summary())
+
+
+def _held_out(
+    model: RewardModel,
+    tokenizer: Any,
+    train_groups: list[QuestionGroup],
+    config: RewardTrainConfig,
+    device: torch.device,
+    log: Any,
+) -> dict[str, Any]:
+    """Accuracy on config.held_out, less the questions that were trained on."""
+    assert config.held_out is not None
+    comparisons, report = load_comparisons([config.held_out])
+    trained = {group.question for group in train_groups}
+    groups = [g for g in group_by_question(comparisons) if g.question not in trained]
+    overlap = len(group_by_question(comparisons)) - len(groups)
+    if not groups:
+        raise DataError(f"{config.held_out}: no question that was not trained on")
+    metrics = evaluate(model, tokenizer, groups, config, device)
+    log(
+        f"held out ({config.held_out}): accuracy {metrics['accuracy']:.3f} on "
+        f"{metrics['pairs']} decided pairs of {len(groups)} questions"
+        + (f"; {overlap} questions left out: they were trained on" if overlap else "")
+    )
+    return {
+        "file": str(config.held_out),
+        "accuracy": metrics["accuracy"],
+        "loss": metrics["loss"],
+        "pairs": metrics["pairs"],
+        "questions": len(groups),
+        "left_out_trained_questions": overlap,
+        "skipped_rows": len(report.skipped),
+    }
 
 
 def _jsonable(value: Any) -> Any:

@@ -26,6 +26,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, objec
     backbone = build_tiny_backbone(folder / "backbone")
     comparisons = folder / "comparisons.jsonl"
     write_comparisons(comparisons, stories=120)
+    held_out = folder / "held-out.jsonl"  # stories 100-159: 100-119 were trained on
+    write_comparisons(held_out, stories=60, seed=1, first=100)
     config = RewardTrainConfig(
         comparisons=[comparisons],
         backbone=backbone,
@@ -38,6 +40,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, objec
         validation_fraction=0.2,
         patience=2,
         max_length=64,
+        held_out=held_out,
     )
     return backbone, folder / "registry" / "rm-test", train_reward_model(config, log=lambda _: None)
 
@@ -55,6 +58,16 @@ def test_loss_falls_and_validation_accuracy_is_well_above_chance(trained) -> Non
     assert manifest.metrics["comparisons"] == 120 * 4
     saved = json.loads((checkpoint / "train_config.json").read_text())
     assert saved["ema_decay"] == 0.9 and saved["version"] == "rm-test"
+
+
+def test_accuracy_on_held_out_questions_never_trained_on(trained) -> None:  # type: ignore[no-untyped-def]
+    _, checkpoint, _ = trained
+    held_out = load_manifest(checkpoint).metrics["held_out"]
+    # of stories 100-159, those in the training split are left out; validation ones stay
+    assert 40 <= held_out["questions"] < 60
+    assert held_out["questions"] + held_out["left_out_trained_questions"] == 60
+    assert held_out["pairs"] == 3 * held_out["questions"]  # ties between non-blue excluded
+    assert held_out["accuracy"] > 0.8
 
 
 def test_parameters_changed(trained) -> None:  # type: ignore[no-untyped-def]

@@ -61,12 +61,13 @@ def answer(story: int, color: str) -> str:
     return f"in story {story} the sky is {color} [1]"
 
 
-def write_comparisons(path: Path, stories: int, seed: int = 0) -> None:
+def write_comparisons(path: Path, stories: int, seed: int = 0, first: int = 0) -> None:
     """Known preference: an answer saying the sky is blue beats any other colour; two
-    non-blue answers tie. Half the rows in our format, half in WebGPT's."""
+    non-blue answers tie. Half the rows in our format, half in WebGPT's. One question per
+    story, stories numbered from `first`."""
     rng = random.Random(seed)
     rows = []
-    for story in range(stories):
+    for story in range(first, first + stories):
         question = f"what color is the sky in story {story}"
         quote = {
             "title": "Sky notes",
