@@ -40,20 +40,19 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from agent.bc import LORA_TARGETS
 from agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from agent.errors import ConfigurationError, DataError
 from agent.hf_policy import TransformersPolicy
 from agent.policy import Completion, Completions, Policy, Sampling, StreamChunk
 from agent.questions import Question, contains_gold, load_questions
-from agent.registry import load_policy_manifest
+from agent.registry import is_adapter, load_policy_manifest
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from browser.session import SessionConfig
 from browser.web import Web
 from infra.checkpoints import discard, publish, staging_folder
 from infra.errors import CheckpointError
 from reward.factory import load_reward_manifest
-
-LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 @dataclass
@@ -467,9 +466,7 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
     trainer_class = _episode_trainer_class()
     parent, base_model = _parent_of(config.policy)
     reward_version = load_reward_manifest(config.reward_model, verify=True).version
-    questions = load_questions(config.questions, config.split)
-    if not questions:
-        raise DataError(f"no questions of split {config.split!r} in {config.questions}")
+    questions = load_questions(config.questions, config.split)  # none: a DataError
     order = sorted(questions, key=lambda q: q.question)
     random.Random(config.seed).shuffle(order)
     unique = list({q.question: q for q in order}.values())
@@ -618,7 +615,7 @@ def _check(config: RLTrainConfig) -> None:
 def _parent_of(folder: Path) -> tuple[str, str]:
     """(parent version, base model) of the starting policy: its manifest's when it is a
     registry checkpoint, else the folder's name."""
-    if (folder / "adapter_config.json").is_file():
+    if is_adapter(folder):
         raise ConfigurationError(
             f"{folder} is a LoRA adapter: start from full weights (`webgpt model prepare` "
             "publishes the default merged)"

@@ -246,8 +246,9 @@ def _held_out(
     assert config.held_out is not None
     comparisons, report = load_comparisons([config.held_out])
     trained = {group.question for group in train_groups}
-    groups = [g for g in group_by_question(comparisons) if g.question not in trained]
-    overlap = len(group_by_question(comparisons)) - len(groups)
+    every = group_by_question(comparisons)
+    groups = [g for g in every if g.question not in trained]
+    overlap = len(every) - len(groups)
     if not groups:
         raise DataError(f"{config.held_out}: no question that was not trained on")
     metrics = evaluate(model, tokenizer, groups, config, device)

@@ -9,7 +9,7 @@ import pytest
 
 from agent.bc import BCTrainConfig, examples_of, train_bc
 from agent.demonstrations import Demonstration, write_demonstrations
-from agent.errors import ConfigurationError
+from agent.errors import ConfigurationError, DataError
 from agent.openai_policy import OpenAIPolicy
 from agent.prompts import browsing_prompt
 from agent.rl import (
@@ -354,4 +354,25 @@ def test_the_command_refuses_rl_without_a_kl_penalty(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert "--beta must be above 0" in result.stderr
+    assert not (tmp_path / "registry").exists()
+
+
+@pytest.mark.parametrize(
+    ("split", "per_step", "message"),
+    [
+        ("dev", 1, "has no questions in split 'train'"),
+        ("train", 2, "fewer than --questions-per-step 2"),
+    ],
+)
+def test_too_few_questions_are_refused_before_training(
+    reward_checkpoint: Path, tmp_path: Path, split: str, per_step: int, message: str
+) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(QUESTION.model_copy(update={"split": split}).model_dump_json() + "\n")
+    config = RLTrainConfig(
+        policy=tmp_path / "policy", reward_model=reward_checkpoint, questions=questions,
+        out=tmp_path / "registry", questions_per_step=per_step,
+    )  # fmt: skip
+    with pytest.raises(DataError, match=message):
+        train_rl(config, log=lambda _: None)
     assert not (tmp_path / "registry").exists()
