@@ -22,11 +22,10 @@ from pathlib import Path
 import lxml.html
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.demonstrations import jsonl_lines
+from agent.demonstrations import Split, jsonl_lines
 from agent.errors import DataError
 from browser.offline import OfflineWeb
 
-Split = str  # "train" | "dev" | "test"
 SPLIT_PERCENT = {"train": 80, "dev": 10, "test": 10}
 # The answer grammar (agent.grammar.answer_regex) wants the first citation within 60
 # characters; reference answers put it right after the fact.

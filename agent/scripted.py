@@ -221,6 +221,6 @@ async def demonstrate(
         answer=answer,
         gold_answers=question.gold_answers,
         gold_url=question.url,
-        split=question.split,  # type: ignore[arg-type]
+        split=question.split,
         meta={"style": question.style or "", "detour": detour or ""},
     )

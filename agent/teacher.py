@@ -46,7 +46,7 @@ async def teacher_demonstration(
             answer=answer,
             gold_answers=question.gold_answers,
             gold_url=question.url,
-            split=question.split,  # type: ignore[arg-type]
+            split=question.split,
             meta={"teacher": teacher.name, "attempt": attempt + 1},
         )
     return None

@@ -110,6 +110,12 @@ class BrowserSession:
     def can_go_back(self) -> bool:
         return bool(self._history)
 
+    def window(self) -> tuple[int, int, list[str]]:
+        """(first, last, lines) of the window in view: the lines as the observation shows
+        them, link markers included."""
+        first, last = scrollbar(self._view.page, self._view.cursor, self.config.window_lines)
+        return first, last, list(self._view.page.lines[first : last + 1])
+
     def window_text(self) -> list[str]:
         """The lines in view, links reduced to their text (what a quote can match)."""
         first, last = scrollbar(self._view.page, self._view.cursor, self.config.window_lines)

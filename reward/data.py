@@ -7,7 +7,9 @@
    (score_0 + 1) / 2, so a tie is the soft label 0.5.
 2. Our own JSONL (what the service records from human feedback): `{"question": str,
    "a": {"quotes": [{"title", "domain", "url", "extract"}], "answer": str},
-   "b": {...}, "preference": "a" | "b" | "tie"}`.
+   "b": {...}, "preference": "a" | "b" | "tie", "label": float}`. The optional label is
+   the probability that a is better (a graded comparison's soft label, service.protocol
+   GRADE_LABELS); without it the preference gives 1, 0 or 0.5.
 
 Both become `Comparison`s whose texts are exactly what the reward model scores: the
 answer-phase prompt (browser.observation.answer_prompt) followed by the answer. Rows that
@@ -142,7 +144,7 @@ def _webgpt_row(row: dict[str, Any]) -> Comparison:
     return Comparison(question, texts[0], texts[1], (float(score_0) + 1) / 2)  # type: ignore[arg-type]
 
 
-_PREFERENCE_LABELS = {"a": 1.0, "b": 0.0, "tie": 0.5}
+PREFERENCE_LABELS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
 
 def _own_row(row: dict[str, Any]) -> Comparison:
@@ -168,9 +170,14 @@ def _own_row(row: dict[str, Any]) -> Comparison:
             scored_text(question, quotes, _text(candidate.get("answer"), f"{side}.answer"))
         )
     preference = row.get("preference")
-    if preference not in _PREFERENCE_LABELS:
+    if preference not in PREFERENCE_LABELS:
         raise _RowError(f"preference must be one of a, b, tie; got {preference!r}")
-    return Comparison(question, texts[0], texts[1], _PREFERENCE_LABELS[preference])
+    label = row.get("label", PREFERENCE_LABELS[preference])
+    if isinstance(label, bool) or not isinstance(label, int | float) or not 0 <= label <= 1:
+        raise _RowError(f"label must be a number in [0, 1]; got {label!r}")
+    if (label > 0.5, label < 0.5) != (preference == "a", preference == "b"):
+        raise _RowError(f"label {label} contradicts preference {preference!r}")
+    return Comparison(question, texts[0], texts[1], float(label))
 
 
 @dataclass

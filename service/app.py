@@ -1,5 +1,6 @@
 """The HTTP surface. Routes only translate HTTP; the logic is in service.serving."""
 
+import hashlib
 import hmac
 import json
 import logging
@@ -31,6 +32,10 @@ from service.protocol import (
     ErrorDetail,
     Feedback,
     FeedbackReceipt,
+    SessionAnswer,
+    SessionCreate,
+    SessionState,
+    SessionStep,
 )
 from service.serving import AnswerService
 
@@ -148,9 +153,10 @@ def create_app(service: AnswerService) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(Observe, metrics=service.metrics)
 
-    async def authorize(request: Request) -> None:
+    async def authorize(request: Request) -> str:
+        """Who is calling: the matched key's fingerprint (what per-key limits count by)."""
         if not keys:
-            return  # local-only development mode (serve refuses non-loopback hosts)
+            return "local"  # local-only development mode (serve refuses non-loopback hosts)
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         given = token.strip().encode()
@@ -158,6 +164,7 @@ def create_app(service: AnswerService) -> FastAPI:
         matched = [hmac.compare_digest(given, key) for key in keys]
         if scheme.lower() != "bearer" or not any(matched):
             raise Unauthorized("a valid API key is needed: Authorization: Bearer <key>")
+        return hashlib.sha256(given).hexdigest()[:16]
 
     async def on_error(request: Request, error: Exception) -> JSONResponse:
         return error_response(error, settings.retry_after_s)
@@ -195,6 +202,30 @@ def create_app(service: AnswerService) -> FastAPI:
     @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(authorize)])
     async def feedback(body: Feedback) -> FeedbackReceipt:
         return await service.feedback(body)
+
+    # Browser sessions a person drives to record a demonstration (service.demonstrating).
+    sessions = service.demonstrations
+
+    @app.post("/sessions", response_model=SessionState)
+    async def create_session(body: SessionCreate, owner: str = Depends(authorize)) -> SessionState:
+        return await sessions.create(owner, body.question, body.from_queue)
+
+    @app.post("/sessions/{session_id}/step", response_model=SessionState)
+    async def session_step(
+        session_id: str, body: SessionStep, owner: str = Depends(authorize)
+    ) -> SessionState:
+        return await sessions.step(owner, session_id, body.command)
+
+    @app.post("/sessions/{session_id}/answer", response_model=FeedbackReceipt)
+    async def session_answer(
+        session_id: str, body: SessionAnswer, owner: str = Depends(authorize)
+    ) -> FeedbackReceipt:
+        return await sessions.answer(owner, session_id, body.answer)
+
+    @app.delete("/sessions/{session_id}", status_code=204)
+    async def abandon_session(session_id: str, owner: str = Depends(authorize)) -> Response:
+        await sessions.abandon(owner, session_id)
+        return Response(status_code=204)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

@@ -98,16 +98,24 @@ def _export_feedback(args: argparse.Namespace) -> int:
 
 
 async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path | None) -> list[str]:
-    from agent.demonstrations import record_commands
+    """Records recorded in the page as they are; posted commands replayed to record them."""
+    from agent.demonstrations import Demonstration, record_commands
     from agent.learning_cli import offline_web
 
     web = offline_web(offline_store)
     lines = []
     try:
-        for row_id, question, posted in store.export_demonstrations():
-            demo = await record_commands(
-                web.session(), question, posted["commands"], posted["answer"], f"feedback-{row_id}"
-            )
+        for row_id, question, format, stored in store.export_demonstrations():
+            if format == "demonstration":
+                demo = Demonstration.model_validate(stored)
+            else:
+                demo = await record_commands(
+                    web.session(),
+                    question,
+                    stored["commands"],
+                    stored["answer"],
+                    f"feedback-{row_id}",
+                )
             lines.append(demo.to_json())
     finally:
         await web.aclose()

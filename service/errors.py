@@ -5,6 +5,7 @@ Hierarchy::
     ServiceError
     ├── Unauthorized       401: missing or wrong bearer key
     ├── PayloadTooLarge    413: the request body is over the limit
+    ├── NotFound           404: no such browser session (or not the caller's)
     ├── InvalidRequest     422: a field is outside what this service allows
     └── Overloaded         429: too many requests are waiting (Retry-After)
 
@@ -28,6 +29,10 @@ class PayloadTooLarge(ServiceError):
     pass
 
 
+class NotFound(ServiceError):
+    pass
+
+
 class InvalidRequest(ServiceError):
     pass
 
@@ -41,6 +46,7 @@ def status_of(error: Exception) -> tuple[int, str, bool]:
     mapping: list[tuple[type[Exception], int, str, bool]] = [
         (Unauthorized, 401, "unauthorized", False),
         (PayloadTooLarge, 413, "payload_too_large", False),
+        (NotFound, 404, "not_found", False),
         (InvalidRequest, 422, "invalid_request", False),
         (Overloaded, 429, "overloaded", True),
         (ConfigurationError, 400, "bad_request", False),

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from agent.answer import AnswerResult
 from agent.trace import TraceEvent
+from browser.events import BrowserEvent, CollectedQuote, EndReason
 
 
 class AnswerRequest(BaseModel):
@@ -37,6 +38,48 @@ class ComparisonFeedback(BaseModel):
     note: str | None = Field(None, max_length=2000)
 
 
+# WebGPT's 5-point comparison scale (paper 000, Appendix C) and the probability that A is
+# the better answer each grade stands for: the soft label `webgpt train rm` reads
+# (docs/reward.md, "Labels"). WebGPT itself trained on the collapsed labels 1, 0.5 and 0.
+GRADE_LABELS: dict[str, float] = {
+    "a_much_better": 1.0,
+    "a_better": 0.75,
+    "equal": 0.5,
+    "b_better": 0.25,
+    "b_much_better": 0.0,
+}
+Grade = Literal["a_much_better", "a_better", "equal", "b_better", "b_much_better"]
+Rating = Literal["yes", "partly", "no"]
+
+
+class AnswerRatings(BaseModel):
+    """A rater's short judgement of one answer (each optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    supported: Rating | None = Field(
+        default=None, description="its claims are supported by its quotes"
+    )
+    coherent: Rating | None = None
+    useful: Rating | None = Field(default=None, description="it answers the question usefully")
+
+
+class GradedComparisonFeedback(BaseModel):
+    """Two candidates of an answer (A and B as shown) rated, and the overall preference on
+    WebGPT's graded scale."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["graded"]
+    answer_id: str = Field(min_length=1, max_length=100)
+    a: int = Field(ge=0, description="index of the candidate shown as A")
+    b: int = Field(ge=0, description="index of the candidate shown as B")
+    grade: Grade
+    ratings_a: AnswerRatings = Field(default_factory=AnswerRatings)
+    ratings_b: AnswerRatings = Field(default_factory=AnswerRatings)
+    note: str | None = Field(None, max_length=2000)
+
+
 class DemonstrationFeedback(BaseModel):
     """A recorded browsing episode: the commands a person issued and the answer written."""
 
@@ -58,6 +101,7 @@ def _feedback_kind(value: object) -> str:
 
 Feedback = Annotated[
     Annotated[ComparisonFeedback, Tag("comparison")]
+    | Annotated[GradedComparisonFeedback, Tag("graded")]
     | Annotated[DemonstrationFeedback, Tag("demonstration")],
     Discriminator(_feedback_kind),
 ]
@@ -66,6 +110,54 @@ Feedback = Annotated[
 class FeedbackReceipt(BaseModel):
     id: int
     kind: str
+
+
+class SessionCreate(BaseModel):
+    """A browser session for a person's demonstration: a typed question, or the next one
+    of the operator's queue (settings.demo_questions)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str | None = Field(None, min_length=1, max_length=2000)
+    from_queue: bool = False
+
+
+class SessionStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(min_length=1, max_length=2000, description="a command of Table 1")
+
+
+class SessionAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str | None = Field(
+        None,
+        min_length=1,
+        max_length=10_000,
+        description="citing quotes as [n]; none when browsing ended Nonsense or Controversial",
+    )
+
+
+class SessionState(BaseModel):
+    """What the person sees: the observation exactly as the policy would, and its parts."""
+
+    id: str
+    question: str
+    observation: str
+    title: str
+    url: str
+    first_line: int
+    last_line: int
+    total_lines: int
+    lines: list[str] = Field(description="the lines in view, link markers included")
+    quotes: list[CollectedQuote]
+    past_actions: list[str]
+    actions_left: int
+    can_go_back: bool
+    done: bool
+    end_reason: EndReason | None
+    event: BrowserEvent | None = Field(None, description="what the last command did")
 
 
 class ChatMessage(BaseModel):

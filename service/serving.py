@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -16,10 +17,12 @@ from agent.openai_policy import OpenAIPolicy
 from agent.trace import AnswerDeltaEvent, TraceEvent
 from browser.session import SessionConfig
 from browser.web import Web
+from service.demonstrating import DemonstrationSessions
 from service.errors import InvalidRequest, Overloaded, public_message, status_of
 from service.metrics import Metrics
 from service.policies import PolicyVersions
 from service.protocol import (
+    GRADE_LABELS,
     AnswerRequest,
     AnswerResponse,
     ChatRequest,
@@ -27,6 +30,7 @@ from service.protocol import (
     DemonstrationFeedback,
     FeedbackReceipt,
     FinalEvent,
+    GradedComparisonFeedback,
     StreamErrorEvent,
     StreamEvent,
 )
@@ -84,6 +88,7 @@ class AnswerService:
         retire = self.policy_versions.retire if self.policy_versions else _close_policy
         self.policies: Slot[OpenAIPolicy] = Slot(policy, retire)
         self.scorers = scorer_slot(scorer)
+        self.demonstrations = DemonstrationSessions(self.web, self.store, self.settings)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -308,16 +313,35 @@ class AnswerService:
                 yield {"error": {"type": event.error_type, "message": event.message}}
 
     async def feedback(
-        self, feedback: ComparisonFeedback | DemonstrationFeedback
+        self, feedback: ComparisonFeedback | GradedComparisonFeedback | DemonstrationFeedback
     ) -> FeedbackReceipt:
         if isinstance(feedback, ComparisonFeedback):
             row = await asyncio.to_thread(
-                self.store.add_comparison,
-                feedback.answer_id,
-                feedback.better,
-                feedback.worse,
-                feedback.tie,
-                feedback.note,
+                functools.partial(
+                    self.store.add_comparison,
+                    feedback.answer_id,
+                    feedback.better,
+                    feedback.worse,
+                    label=0.5 if feedback.tie else 1.0,
+                    note=feedback.note,
+                )
+            )
+        elif isinstance(feedback, GradedComparisonFeedback):
+            ratings = {
+                "grade": feedback.grade,
+                "a": feedback.ratings_a.model_dump(),
+                "b": feedback.ratings_b.model_dump(),
+            }
+            row = await asyncio.to_thread(
+                functools.partial(
+                    self.store.add_comparison,
+                    feedback.answer_id,
+                    feedback.a,
+                    feedback.b,
+                    label=GRADE_LABELS[feedback.grade],
+                    note=feedback.note,
+                    ratings=ratings,
+                )
             )
         else:
             row = await asyncio.to_thread(
@@ -332,6 +356,7 @@ class AnswerService:
         if self.policy_versions is not None:
             await self.policy_versions.aclose()
         await self.scorers.aclose()
+        await self.demonstrations.aclose()
         await self.web.aclose()
         self.store.close()
 

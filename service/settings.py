@@ -59,6 +59,14 @@ class ServiceSettings(Settings):
     max_n: int = Field(default=16, ge=1)
     max_actions_limit: int = Field(default=200, ge=1)
     retry_after_s: int = Field(default=5, ge=1)
+    # People recording demonstrations in the page's Demonstrate mode (service.demonstrating):
+    # open browser sessions per API key and in all, and how long one may sit idle.
+    max_demo_sessions_per_key: int = Field(default=4, ge=1)
+    max_demo_sessions: int = Field(default=64, ge=1)
+    demo_session_idle_s: float = Field(default=1800.0, gt=0)
+    # A questions JSONL (agent.questions: question, gold_answers, split, ...) that people
+    # demonstrate in turn; each record keeps its gold answers and split.
+    demo_questions: Path | None = None
     # Where answers and feedback are stored (service.store): a PostgreSQL URL shared by
     # every replica, or else the SQLite file feedback_db ($WEBGPT_HOME/feedback.sqlite).
     database_url: SecretStr | None = None

@@ -24,7 +24,9 @@ from alembic.config import Config
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.answer import AnswerResult
+from agent.demonstrations import Demonstration
 from agent.errors import ConfigurationError
+from reward.data import PREFERENCE_LABELS
 from service.errors import InvalidRequest
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -50,6 +52,10 @@ COMPARISONS = sa.Table(
     sa.Column("preference", sa.Text, nullable=False),
     sa.Column("note", sa.Text),
     sa.Column("created", sa.Float, nullable=False),
+    # Probability that a is the better answer (a graded comparison's soft label); NULL in
+    # rows written before graded comparisons: their preference says it.
+    sa.Column("label", sa.Float),
+    sa.Column("ratings", sa.Text),  # JSON: the grade and each answer's ratings
     sa.CheckConstraint("preference IN ('a', 'b', 'tie')", name="preference_kind"),
 )
 DEMONSTRATIONS = sa.Table(
@@ -57,7 +63,10 @@ DEMONSTRATIONS = sa.Table(
     METADATA,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("question", sa.Text, nullable=False),
-    sa.Column("episode", sa.Text, nullable=False),  # the posted demonstration as JSON
+    # "commands": the posted commands and answer (replayed on export to record what each
+    # showed); "demonstration": a whole record of agent.demonstrations, recorded as shown.
+    sa.Column("format", sa.Text, nullable=False, server_default="commands"),
+    sa.Column("episode", sa.Text, nullable=False),  # JSON of either
     sa.Column("created", sa.Float, nullable=False),
 )
 
@@ -128,20 +137,30 @@ class FeedbackStore:
             connection.execute(statement)
 
     def add_comparison(
-        self, answer_id: str, better: int, worse: int, tie: bool, note: str | None
+        self,
+        answer_id: str,
+        a: int,
+        b: int,
+        *,
+        label: float,
+        note: str | None = None,
+        ratings: dict[str, Any] | None = None,
     ) -> int:
+        """Candidates a and b of an answer compared; label = probability that a is better."""
         result = self._answer(answer_id)
         count = len(result["candidates"])
-        if not (0 <= better < count and 0 <= worse < count) or better == worse:
+        if not (0 <= a < count and 0 <= b < count) or a == b:
             raise InvalidRequest(f"candidates must be two different indexes below {count}")
-        for index in (better, worse):
+        for index in (a, b):
             if not result["candidates"][index]["answer"]:
                 raise InvalidRequest(f"candidate {index} has no answer to compare")
         row = {
             "answer_id": answer_id,
-            "a": better,
-            "b": worse,
-            "preference": "tie" if tie else "a",
+            "a": a,
+            "b": b,
+            "preference": "a" if label > 0.5 else "b" if label < 0.5 else "tie",
+            "label": label,
+            "ratings": json.dumps(ratings) if ratings is not None else None,
             "note": note,
             "created": time.time(),
         }
@@ -152,12 +171,25 @@ class FeedbackStore:
             return int(inserted.scalar_one())
 
     def add_demonstration(self, question: str, episode: dict[str, Any]) -> int:
-        row = {"question": question, "episode": json.dumps(episode), "created": time.time()}
+        """Posted commands and answer (replayed into a record on export)."""
+        return self._add_demonstration(question, "commands", json.dumps(episode))
+
+    def add_recorded_demonstration(self, demo: Demonstration) -> int:
+        """A whole record, recorded as it was shown."""
+        return self._add_demonstration(demo.question, "demonstration", demo.to_json())
+
+    def _add_demonstration(self, question: str, format: str, episode: str) -> int:
+        row = {"question": question, "format": format, "episode": episode, "created": time.time()}
         with self.engine.begin() as connection:
             inserted = connection.execute(
                 DEMONSTRATIONS.insert().values(row).returning(DEMONSTRATIONS.c.id)
             )
             return int(inserted.scalar_one())
+
+    def demonstrated_questions(self) -> set[str]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(DEMONSTRATIONS.c.question).distinct()).all()
+        return {question for (question,) in rows}
 
     def _answer(self, answer_id: str) -> dict[str, Any]:
         with self.engine.connect() as connection:
@@ -171,14 +203,22 @@ class FeedbackStore:
 
     def export_comparisons(self) -> Iterator[dict[str, Any]]:
         """Rows in the reward trainer's JSONL format (reward.data, "our own")."""
+        columns = COMPARISONS.c
         query = (
-            sa.select(COMPARISONS.c.a, COMPARISONS.c.b, COMPARISONS.c.preference, ANSWERS.c.result)
+            sa.select(
+                columns.a,
+                columns.b,
+                columns.preference,
+                columns.label,
+                columns.ratings,
+                ANSWERS.c.result,
+            )
             .join(ANSWERS, ANSWERS.c.id == COMPARISONS.c.answer_id)
             .order_by(COMPARISONS.c.id)
         )
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
-        for a, b, preference, result_json in rows:
+        for a, b, preference, label, ratings, result_json in rows:
             result = json.loads(result_json)
             sides = []
             for index in (a, b):
@@ -188,25 +228,28 @@ class FeedbackStore:
                     for r in candidate["references"]
                 ]
                 sides.append({"quotes": quotes, "answer": candidate["answer"]})
-            yield {
+            row = {
                 "question": result["question"],
                 "a": sides[0],
                 "b": sides[1],
                 "preference": preference,
+                "label": PREFERENCE_LABELS[preference] if label is None else label,
                 # The models that made the compared answers, so a comparison can be traced.
                 "answer_id": result["id"],
                 "versions": result["versions"],
             }
+            if ratings is not None:
+                row["ratings"] = json.loads(ratings)
+            yield row
 
-    def export_demonstrations(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
-        """(id, question, the posted demonstration) for every stored demonstration."""
-        query = sa.select(
-            DEMONSTRATIONS.c.id, DEMONSTRATIONS.c.question, DEMONSTRATIONS.c.episode
-        ).order_by(DEMONSTRATIONS.c.id)
+    def export_demonstrations(self) -> Iterator[tuple[int, str, str, dict[str, Any]]]:
+        """(id, question, format, the stored JSON) for every stored demonstration."""
+        columns = DEMONSTRATIONS.c
+        query = sa.select(columns.id, columns.question, columns.format, columns.episode)
         with self.engine.connect() as connection:
-            rows = connection.execute(query).all()
-        for row_id, question, episode in rows:
-            yield int(row_id), question, json.loads(episode)
+            rows = connection.execute(query.order_by(columns.id)).all()
+        for row_id, question, format, episode in rows:
+            yield int(row_id), question, format, json.loads(episode)
 
     def close(self) -> None:
         self.engine.dispose()

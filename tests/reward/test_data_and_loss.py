@@ -72,17 +72,22 @@ def test_bad_rows_are_reported_with_line_numbers_and_skipped(tmp_path: Path) -> 
                 "",
                 json.dumps({**good, "a": {"answer": ""}}),
                 json.dumps(good),
+                json.dumps({**good, "label": 0.25}),  # a graded comparison's soft label
+                json.dumps({**good, "label": 0.75}),
+                json.dumps({**good, "label": "0.25"}),
             ]
         )
     )
     comparisons, report = load_comparisons([path])
-    assert len(comparisons) == 2 and report.used == 2
-    assert [line for _, line, _ in report.skipped] == [2, 3, 4, 5, 7]
+    assert len(comparisons) == 3 and report.used == 3
+    assert [line for _, line, _ in report.skipped] == [2, 3, 4, 5, 7, 10, 11]
     summary = report.summary()
-    assert "2 comparisons used, 5 rows skipped" in summary
+    assert "3 comparisons used, 7 rows skipped" in summary
     assert f"{path}:3: preference must be one of a, b, tie" in summary
     assert "sum to 0" in summary
-    assert comparisons[0].label == 0.0
+    assert f"{path}:10: label 0.75 contradicts preference 'b'" in summary
+    assert f"{path}:11: label must be a number in [0, 1]" in summary
+    assert [c.label for c in comparisons] == [0.0, 0.0, 0.25]
 
 
 def test_nothing_usable_is_an_error(tmp_path: Path) -> None:

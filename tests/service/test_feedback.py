@@ -9,6 +9,7 @@ import httpx
 
 from reward.data import load_comparisons
 from tests.agent.fake_policy import Script
+from tests.service.answers import record_two_candidates
 
 QUESTION = {"question": "crow corvus"}
 
@@ -42,26 +43,7 @@ def test_comparison_survives_a_restart_and_exports(
             },
         )
         assert demo.status_code == 200 and demo.json()["kind"] == "demonstration"
-    # An answer with two candidates (best-of-2 needs a reward model, so it is recorded
-    # directly, the way the service records answers).
-    from agent.answer import AnswerResult
-    from service.store import FeedbackStore
-
-    first = AnswerResult.model_validate(answer)
-    two = first.model_copy(
-        update={
-            "id": "ans_two",
-            "candidates": [
-                first.candidates[0],
-                first.candidates[0].model_copy(
-                    update={"episode": 1, "answer": "Crows are birds [1]."}
-                ),
-            ],
-        }
-    )
-    store = FeedbackStore(db)
-    store.record_answer(two)
-    store.close()
+    record_two_candidates(db, answer, "Crows are birds [1].")
     with service_url(feedback_db=str(db)) as base:  # a restarted service on the same file
         ok = httpx.post(
             f"{base}/feedback",

@@ -1,6 +1,7 @@
 """The feedback store on both of its databases: a SQLite file and a real PostgreSQL server
 (tests/postgres.py). The same tests run on each (the `database` fixture)."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -15,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from agent.answer import AnswerResult, AnswerTimings, AnswerUsage, Candidate
+from agent.demonstrations import Demonstration, DemoStep
 from agent.errors import ConfigurationError
 from agent.trace import Reference
 from service.store import COMPARISONS, FeedbackStore
@@ -64,22 +66,40 @@ def test_feedback_round_trips_and_survives_reopening(database: str | Path) -> No
     store = FeedbackStore(database)
     store.record_answer(two_candidates("ans_1"))
     store.record_answer(two_candidates("ans_1"))  # recorded again: replaced, not refused
-    assert store.add_comparison("ans_1", 1, 0, False, "shorter") == 1
-    assert store.add_comparison("ans_1", 0, 1, True, None) == 2
+    assert store.add_comparison("ans_1", 1, 0, label=1.0, note="shorter") == 1
+    assert store.add_comparison("ans_1", 0, 1, label=0.5) == 2
+    graded = {"grade": "b_better", "a": {"supported": "no"}, "b": {"supported": "yes"}}
+    assert store.add_comparison("ans_1", 0, 1, label=0.25, ratings=graded) == 3
     with pytest.raises(Exception, match="unknown answer id"):
-        store.add_comparison("ans_nope", 0, 1, False, None)
+        store.add_comparison("ans_nope", 0, 1, label=1.0)
     with pytest.raises(Exception, match="below 2"):
-        store.add_comparison("ans_1", 0, 2, False, None)
+        store.add_comparison("ans_1", 0, 2, label=1.0)
     assert store.add_demonstration("q", {"commands": ["Search crows"]}) == 1
+    demo = Demonstration(
+        id="person-1",
+        question="crow corvus",
+        source="person",
+        steps=[DemoStep(observation="♦Question", command="Search crows")],
+    )
+    assert store.add_recorded_demonstration(demo) == 2
+    assert store.demonstrated_questions() == {"q", "crow corvus"}
     store.close()
 
     reopened = FeedbackStore(database)  # migrations run again: nothing to do, nothing lost
     rows = list(reopened.export_comparisons())
-    assert [row["preference"] for row in rows] == ["a", "tie"]
+    assert [(row["preference"], row["label"]) for row in rows] == [
+        ("a", 1.0),
+        ("tie", 0.5),
+        ("b", 0.25),
+    ]
+    assert "ratings" not in rows[0] and rows[2]["ratings"] == graded
     assert rows[0]["a"]["answer"] == "Crows are birds [1]."
     assert rows[0]["a"]["quotes"][0]["url"] == CROW.url
     assert rows[0]["versions"] == {"policy": "p1", "reward": "r1", "format": 1}
-    assert list(reopened.export_demonstrations()) == [(1, "q", {"commands": ["Search crows"]})]
+    assert list(reopened.export_demonstrations()) == [
+        (1, "q", "commands", {"commands": ["Search crows"]}),
+        (2, "crow corvus", "demonstration", json.loads(demo.to_json())),
+    ]
     reopened.close()
 
 
@@ -90,7 +110,7 @@ def test_two_replicas_share_one_database(database: str | Path) -> None:
 
     def post(store: FeedbackStore) -> None:
         for _ in range(20):
-            ids.append(store.add_comparison("ans_1", 0, 1, False, None))
+            ids.append(store.add_comparison("ans_1", 0, 1, label=1.0))
 
     threads = [threading.Thread(target=post, args=(s,)) for s in (first, second, second)]
     for thread in threads:
@@ -123,8 +143,10 @@ def test_a_sqlite_file_from_before_migrations_is_adopted(tmp_path: Path) -> None
         db.execute("INSERT INTO comparisons VALUES (1, 'ans_old', 0, 1, 'a', NULL, 0.0)")
     db.close()
     store = FeedbackStore(old)
-    assert store.add_comparison("ans_old", 1, 0, False, None) == 2
-    assert [row["answer_id"] for row in store.export_comparisons()] == ["ans_old"] * 2
+    assert store.add_comparison("ans_old", 1, 0, label=1.0) == 2
+    exported = list(store.export_comparisons())
+    assert [row["answer_id"] for row in exported] == ["ans_old"] * 2
+    assert exported[0]["label"] == 1.0  # an old row's label follows from its preference
     store.close()
 
 
