@@ -17,7 +17,16 @@ from webgpt_client._exceptions import (
     WebGPTError,
 )
 from webgpt_client._streaming import AsyncStream, Stream
-from webgpt_client.types import Answer, AnyEvent, Candidate, Event, Feedback, Reference
+from webgpt_client.types import (
+    Answer,
+    AnyEvent,
+    Candidate,
+    Event,
+    Feedback,
+    Grade,
+    Ratings,
+    Reference,
+)
 
 __all__ = [
     "APIConnectionError",
@@ -34,9 +43,11 @@ __all__ = [
     "Client",
     "Event",
     "Feedback",
+    "Grade",
     "InternalServerError",
     "PayloadTooLargeError",
     "RateLimitError",
+    "Ratings",
     "Reference",
     "ServiceUnavailableError",
     "Stream",

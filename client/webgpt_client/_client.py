@@ -16,7 +16,7 @@ from webgpt_client._exceptions import (
     status_error,
 )
 from webgpt_client._streaming import AsyncStream, Stream
-from webgpt_client.types import Answer, Feedback
+from webgpt_client.types import Answer, Feedback, Grade, Ratings
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 # The service's retry rule (infra/retry.py), mirrored because this package ships alone;
@@ -62,6 +62,24 @@ class _BaseClient:
             "worse": worse,
             "tie": tie,
         }
+        if note is not None:
+            body["note"] = note
+        return body
+
+    @staticmethod
+    def _graded_body(
+        answer_id: str,
+        a: int,
+        b: int,
+        grade: Grade,
+        ratings_a: Ratings | None,
+        ratings_b: Ratings | None,
+        note: str | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"kind": "graded", "answer_id": answer_id, "a": a, "b": b}
+        body["grade"] = grade
+        body["ratings_a"] = dict(ratings_a or {})
+        body["ratings_b"] = dict(ratings_b or {})
         if note is not None:
             body["note"] = note
         return body
@@ -171,6 +189,22 @@ class Client(_BaseClient):
         body = self._feedback_body(answer_id, better, worse, tie, note)
         return Feedback.model_validate(self._send(body, stream=False, path="/feedback").json())
 
+    def compare(
+        self,
+        answer_id: str,
+        *,
+        a: int,
+        b: int,
+        grade: Grade,
+        ratings_a: Ratings | None = None,
+        ratings_b: Ratings | None = None,
+        note: str | None = None,
+    ) -> Feedback:
+        """Record a graded comparison of candidates a and b (as shown to the rater as A and
+        B): WebGPT's 5-point preference and, per answer, optional ratings."""
+        body = self._graded_body(answer_id, a, b, grade, ratings_a, ratings_b, note)
+        return Feedback.model_validate(self._send(body, stream=False, path="/feedback").json())
+
     def close(self) -> None:
         self._http.close()
 
@@ -255,6 +289,21 @@ class AsyncClient(_BaseClient):
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
     ) -> Feedback:
         body = self._feedback_body(answer_id, better, worse, tie, note)
+        response = await self._send(body, stream=False, path="/feedback")
+        return Feedback.model_validate(response.json())
+
+    async def compare(
+        self,
+        answer_id: str,
+        *,
+        a: int,
+        b: int,
+        grade: Grade,
+        ratings_a: Ratings | None = None,
+        ratings_b: Ratings | None = None,
+        note: str | None = None,
+    ) -> Feedback:
+        body = self._graded_body(answer_id, a, b, grade, ratings_a, ratings_b, note)
         response = await self._send(body, stream=False, path="/feedback")
         return Feedback.model_validate(response.json())
 

@@ -5,6 +5,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+# WebGPT's 5-point comparison scale, A first; and a rater's short judgement of one answer.
+Grade = Literal["a_much_better", "a_better", "equal", "b_better", "b_much_better"]
+Rating = Literal["yes", "partly", "no"]
+Ratings = dict[Literal["supported", "coherent", "useful"], Rating]
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")

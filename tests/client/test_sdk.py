@@ -227,3 +227,18 @@ async def test_feedback_sync_and_async(service_url, tmp_path: Path) -> None:  # 
         async with AsyncClient(base) as client:
             tie = await client.feedback("ans_two", better=0, worse=1, tie=True)
             assert tie.id == 2
+            graded = await client.compare(
+                "ans_two", a=0, b=1, grade="a_much_better", ratings_b={"supported": "no"}
+            )
+            assert graded.kind == "graded" and graded.id == 3
+        with Client(base) as client:
+            graded = client.compare("ans_two", a=1, b=0, grade="b_better", note="longer")
+            assert graded.id == 4
+            with pytest.raises(UnprocessableEntityError, match="grade"):
+                client.compare("ans_two", a=1, b=0, grade="better")  # type: ignore[arg-type]
+    from service.store import FeedbackStore
+
+    store = FeedbackStore(db)
+    labels = [row["label"] for row in store.export_comparisons()]
+    store.close()
+    assert labels == [1.0, 0.5, 1.0, 0.25]
