@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,12 +145,20 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # SIGTERM (a job scheduler, `kill`, a container stop) ends a command as Ctrl-C does, so
+    # its cleanup runs: a vLLM server started for the run is stopped, not left holding the
+    # port and the cores. (`webgpt serve` runs uvicorn, which installs its own handlers.)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return int(args.run(args))
     except (BrowserError, AgentError, RewardError, InfraError) as error:
@@ -157,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
