@@ -47,7 +47,8 @@ COMPARISONS = sa.Table(
     METADATA,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("answer_id", sa.Text, sa.ForeignKey("answers.id"), nullable=False),
-    sa.Column("a", sa.Integer, nullable=False),  # the better candidate (or one side of a tie)
+    # Two candidate indexes of the answer; preference and label say which is better.
+    sa.Column("a", sa.Integer, nullable=False),
     sa.Column("b", sa.Integer, nullable=False),
     sa.Column("preference", sa.Text, nullable=False),
     sa.Column("note", sa.Text),
