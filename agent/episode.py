@@ -18,7 +18,7 @@ from agent.trace import (
 from browser.session import BrowserSession
 
 Emit = Callable[[TraceEvent], Awaitable[None]]
-_CITATION = re.compile(r"\[(\d+)\]")
+CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,10 @@ class EpisodeResult:
 
 def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
     """Remove citations [n] that point to no collected quote; returns (answer, removed)."""
-    dangling = sorted({int(n) for n in _CITATION.findall(answer) if not 1 <= int(n) <= quote_count})
+    dangling = sorted({int(n) for n in CITATION.findall(answer) if not 1 <= int(n) <= quote_count})
     if not dangling:
         return answer, []
-    cleaned = _CITATION.sub(lambda m: m[0] if 1 <= int(m[1]) <= quote_count else "", answer)
+    cleaned = CITATION.sub(lambda m: m[0] if 1 <= int(m[1]) <= quote_count else "", answer)
     return re.sub(r"[ \t]{2,}", " ", cleaned).replace(" .", ".").strip(), dangling
 
 

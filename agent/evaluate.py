@@ -11,7 +11,6 @@ Per policy:
 """
 
 import asyncio
-import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.answer import ScoredAnswer, Scorer
-from agent.episode import EpisodeConfig, EpisodeResult, run_episode
+from agent.episode import CITATION, EpisodeConfig, EpisodeResult, run_episode
 from agent.errors import PolicyError
 from agent.policy import Policy
 from agent.questions import Question, contains_gold
@@ -27,7 +26,6 @@ from agent.trace import Reference
 from browser.session import SessionConfig
 from browser.web import Web
 
-_CITATION = re.compile(r"\[(\d+)\]")
 Progress = Callable[[int, int, "PolicyReport"], None]
 
 
@@ -81,7 +79,7 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def cited_numbers(answer: str, references: Sequence[Reference]) -> list[int]:
-    return sorted({int(n) for n in _CITATION.findall(answer) if 1 <= int(n) <= len(references)})
+    return sorted({int(n) for n in CITATION.findall(answer) if 1 <= int(n) <= len(references)})
 
 
 async def is_faithful(web: Web, answer: str, references: Sequence[Reference]) -> bool | None:

@@ -12,7 +12,6 @@ demonstrations").
 """
 
 import asyncio
-import re
 import secrets
 import time
 import uuid
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.demonstrations import Recorder
+from agent.episode import CITATION, check_citations
 from agent.errors import ConfigurationError, DataError
 from agent.questions import Question, load_questions
 from browser.errors import EpisodeOver
@@ -30,8 +30,6 @@ from service.errors import InvalidRequest, NotFound, Overloaded
 from service.protocol import FeedbackReceipt, SessionState
 from service.settings import ServiceSettings
 from service.store import FeedbackStore
-
-_CITATION = re.compile(r"\[(\d+)\]")
 
 
 @dataclass
@@ -186,12 +184,11 @@ class DemonstrationSessions:
 def _check_citations(answer: str | None, quotes: int) -> None:
     if answer is None or not answer.strip():
         raise InvalidRequest("answer: write the answer, citing quotes as [1], [2], ...")
-    cited = {int(n) for n in _CITATION.findall(answer)}
-    if not cited:
+    if not CITATION.search(answer):
         raise InvalidRequest("answer: cite at least one quote as [n]")
-    unknown = sorted(n for n in cited if not 1 <= n <= quotes)
-    if unknown:
-        raise InvalidRequest(f"answer: there is no quote {unknown[0]} (quotes 1 to {quotes})")
+    _, dangling = check_citations(answer, quotes)
+    if dangling:
+        raise InvalidRequest(f"answer: there is no quote {dangling[0]} (quotes 1 to {quotes})")
 
 
 def _load_queue(path: Path | None) -> list[Question]:

@@ -3,36 +3,31 @@
 import signal
 import subprocess
 import sys
-
-# A command that holds a resource until it ends (as `webgpt eval` holds the vLLM server it
-# started for the run), run through the real entry point in its own process.
-HOLDER = """
-import argparse, sys, time
-import service.cli as cli
-
-def run(args):
-    try:
-        print("holding", flush=True)
-        time.sleep(60)
-    finally:
-        print("released", flush=True)
-
-class Parser:
-    def parse_args(self, argv):
-        return argparse.Namespace(run=run, verbose=False)
-
-cli.build_parser = Parser
-sys.exit(cli.main([]))
-"""
+from pathlib import Path
 
 
-def test_sigterm_ends_a_command_through_its_cleanup() -> None:
+def test_sigterm_ends_a_command_as_ctrl_c_does(offline_store: Path) -> None:
+    """A killed command goes through its cleanup (as `webgpt eval` must, to stop the vLLM
+    server it started for the run), not the default death by signal."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "browse",
+            "-q",
+            "crows",
+            "--store",
+            str(offline_store),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
-    assert process.stdout.readline() == "holding\n"
+    assert process.stdout.readline() == "♦Question\n"  # browsing, waiting for a command
     process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=30)
-    assert out == "released\n", err
-    assert process.returncode == 130  # as after Ctrl-C
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err  # as after Ctrl-C (killed by the signal: -15)
+    assert "Traceback" not in err

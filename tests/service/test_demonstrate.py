@@ -10,10 +10,15 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agent.demonstrations import load_demonstrations, replay
+from agent.errors import ConfigurationError
 from browser.web import Web, WebOptions
 from reward.data import load_comparisons
+from service.demonstrating import DemonstrationSessions
+from service.settings import ServiceSettings
+from service.store import FeedbackStore
 from tests.agent.fake_policy import Script
 from tests.service.answers import record_two_candidates
 
@@ -102,6 +107,15 @@ def test_sessions_are_bounded_per_key_private_and_expire(service_url) -> None:  
     ):
         assert http.post("/sessions", json={"question": "q"}).status_code == 401
         mine = http.post("/sessions", json={"question": "crows"}, headers=one).json()["id"]
+        # What a person types that is no command costs an action, as it would the policy.
+        typo = http.post(f"/sessions/{mine}/step", json={"command": "rm -rf /"}, headers=one)
+        assert typo.json()["event"]["type"] == "invalid_action"
+        assert typo.json()["actions_left"] == 99
+        for body in ({"command": "x" * 2001}, {"command": ""}, {"cmd": "Top"}):
+            bad = http.post(f"/sessions/{mine}/step", json=body, headers=one)
+            assert bad.status_code == 422
+        blank = http.post("/sessions", json={"question": "   "}, headers=two)
+        assert blank.status_code == 422 and "empty" in blank.text
         full = http.post("/sessions", json={"question": "ravens"}, headers=one)
         assert full.status_code == 429 and "answer or abandon one" in full.text
         # Another key's session is not found, exactly like one that does not exist.
@@ -195,3 +209,20 @@ def test_a_graded_comparison_lands_as_a_soft_label(
     comparisons, report = load_comparisons([out])  # what `webgpt train rm` reads
     assert report.used == 1 and comparisons[0].label == 0.25
     assert comparisons[0].text_a.endswith("Birds [1].")
+
+
+def test_an_unreadable_question_queue_is_a_clear_error_at_start(
+    offline_store: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "questions.jsonl"
+    broken.write_text('{"question": "no gold answers"}\n')
+    web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    store = FeedbackStore(tmp_path / "feedback.sqlite")
+    for path, problem in [
+        (broken, "questions.jsonl:1"),
+        (tmp_path / "missing.jsonl", "cannot read"),
+    ]:
+        settings = ServiceSettings(demo_questions=path)
+        with pytest.raises(ConfigurationError, match=problem):
+            DemonstrationSessions(web, store, settings)
+    store.close()
