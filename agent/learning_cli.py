@@ -158,6 +158,7 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
 def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     from agent.bc import BCTrainConfig
     from agent.rl import RLTrainConfig
+    from agent.verl_loop import VerlRunConfig
 
     bc = kinds.add_parser("bc", help="behavior cloning on demonstrations")
     add_dataclass_options(bc, BCTrainConfig)
@@ -167,6 +168,12 @@ def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]")
     )
     add_dataclass_options(rl, RLTrainConfig)
     rl.set_defaults(run=_train_rl)
+    verl = kinds.add_parser(
+        "verl",
+        help="prepare PPO on many GPUs with verl: data, agent-loop config, launch command",
+    )
+    add_dataclass_options(verl, VerlRunConfig)
+    verl.set_defaults(run=_train_verl)
 
 
 def offline_web(store: Path | None) -> Web:
@@ -302,6 +309,15 @@ def _train_rl(args: argparse.Namespace) -> int:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RLTrainConfig)}
     result = train_rl(RLTrainConfig(**values), log=print_progress)
     print(result.checkpoint)
+    return 0
+
+
+def _train_verl(args: argparse.Namespace) -> int:
+    from agent.verl_loop import VerlRunConfig, prepare_verl_run
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(VerlRunConfig)}
+    script = prepare_verl_run(VerlRunConfig(**values))
+    print(f"prepared; launch it (verl installed, from this checkout): sh {script}")
     return 0
 
 

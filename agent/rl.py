@@ -142,6 +142,20 @@ def pack_episode(tokenizer: Any, turns: Sequence[Turn]) -> PackedEpisode:
     return PackedEpisode(prompt_ids, completion_ids, env_mask, segments)
 
 
+def pack_within(
+    tokenizer: Any, turns: Sequence[Turn], fits: Callable[[PackedEpisode], bool]
+) -> tuple[PackedEpisode, int]:
+    """The episode packed, less its last turns while it does not fit (the first turn is
+    always kept), and how many turns were kept. A long episode's first turns still carry
+    its reward: the group needs every episode, and the last turns go untrained."""
+    kept = len(turns)
+    packed = pack_episode(tokenizer, turns)
+    while kept > 1 and not fits(packed):
+        kept -= 1
+        packed = pack_episode(tokenizer, turns[:kept])
+    return packed, kept
+
+
 class SegmentTable:
     """Where each packed episode's prompts start, found again from its token ids.
 
@@ -226,6 +240,24 @@ class RecordingPolicy:
     def _record(self, prompt: str, choice: Completion, sampling: Sampling) -> None:
         ended = choice.finish_reason == "stop" and sampling.stop
         self.turns.append(Turn(prompt, choice.text + (sampling.stop[0] if ended else "")))
+
+
+async def browse(
+    web: Web,
+    policy: Policy,
+    question: Question,
+    session_config: SessionConfig,
+    episode_config: EpisodeConfig,
+) -> tuple[EpisodeResult, list[Turn]]:
+    """One real episode of the agent on `web`, with every policy call recorded."""
+    recorder = RecordingPolicy(policy)
+    cache = web.new_cache()
+    try:
+        session = web.session(cache=cache, config=session_config)
+        result = await run_episode(0, session, recorder, question.question, episode_config)
+    finally:
+        await cache.aclose()
+    return result, recorder.turns
 
 
 @dataclass
@@ -341,16 +373,9 @@ class EpisodeRollouts:
 
     async def _browse(self, question: Question, policy: Policy) -> tuple[EpisodeResult, list[Turn]]:
         assert self.web is not None
-        recorder = RecordingPolicy(policy)
-        cache = self.web.new_cache()
-        try:
-            session = self.web.session(cache=cache, config=self._session_config())
-            result = await run_episode(
-                0, session, recorder, question.question, self._episode_config()
-            )
-        finally:
-            await cache.aclose()
-        return result, recorder.turns
+        return await browse(
+            self.web, policy, question, self._session_config(), self._episode_config()
+        )
 
     async def _episode_group(self, question: Question, policy: Policy, size: int) -> list[Rollout]:
         episodes = [await self._browse(question, policy) for _ in range(size)]
@@ -399,18 +424,13 @@ class EpisodeRollouts:
         *,
         answer_only: bool,
     ) -> Rollout:
-        packed = pack_episode(self.tokenizer, turns)
+        packed, kept = pack_within(
+            self.tokenizer,
+            turns,
+            lambda p: len(p.prompt_ids) + len(p.completion_ids) <= self.config.max_tokens,
+        )
         self.stats.episodes += 1
         self.stats.answer_only += answer_only
-        kept = len(turns)
-        while (
-            kept > 1
-            and len(packed.prompt_ids) + len(packed.completion_ids) > self.config.max_tokens
-        ):
-            # too long to train on whole: the first turns that fit carry the episode's
-            # reward (the group needs every episode; the last turns go untrained)
-            kept -= 1
-            packed = pack_episode(self.tokenizer, turns[:kept])
         self.stats.truncated += kept < len(turns)
         self.stats.tokens += len(packed.prompt_ids) + len(packed.completion_ids)
         self.stats.policy_tokens += sum(packed.env_mask)

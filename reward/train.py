@@ -134,6 +134,7 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     if not train_groups:
         raise DataError("no training questions left after the validation split")
     log(f"{len(train_groups)} training questions, {len(val_groups)} validation questions")
+    held_out_groups = _held_out_groups(config, train_groups)  # refused before training
 
     torch.manual_seed(config.seed)
     accelerator = Accelerator()
@@ -201,8 +202,8 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     reference = evaluate(final, tokenizer, val_groups or train_groups, config, accelerator.device)
     offset = reference["mean_reward"]
     held_out = None
-    if config.held_out is not None:
-        held_out = _held_out(final, tokenizer, train_groups, config, accelerator.device, log)
+    if held_out_groups is not None:
+        held_out = _held_out(final, tokenizer, held_out_groups, config, accelerator.device, log)
     checkpoint = config.out / config.version
     if accelerator.is_main_process:
         with staging_folder(config.out, config.version) as staging:
@@ -234,27 +235,45 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     return TrainResult(checkpoint, step_losses, history, offset, report.summary())
 
 
-def _held_out(
-    model: RewardModel,
-    tokenizer: Any,
-    train_groups: list[QuestionGroup],
-    config: RewardTrainConfig,
-    device: torch.device,
-    log: Any,
-) -> dict[str, Any]:
-    """Accuracy on config.held_out, less the questions that were trained on."""
-    assert config.held_out is not None
+@dataclass
+class HeldOut:
+    groups: list[QuestionGroup]  # questions that were not trained on
+    left_out: int  # questions of the file that were trained on
+    skipped_rows: int
+
+
+def _held_out_groups(
+    config: RewardTrainConfig, train_groups: list[QuestionGroup]
+) -> HeldOut | None:
+    """The questions of config.held_out that are not trained on; none left: a DataError."""
+    if config.held_out is None:
+        return None
     comparisons, report = load_comparisons([config.held_out])
     trained = {group.question for group in train_groups}
     every = group_by_question(comparisons)
     groups = [g for g in every if g.question not in trained]
-    overlap = len(every) - len(groups)
     if not groups:
-        raise DataError(f"{config.held_out}: no question that was not trained on")
-    metrics = evaluate(model, tokenizer, groups, config, device)
+        raise DataError(
+            f"{config.held_out}: every question in it is trained on, so it measures nothing "
+            "held out: use comparisons of other questions (another split)"
+        )
+    return HeldOut(groups, len(every) - len(groups), len(report.skipped))
+
+
+def _held_out(
+    model: RewardModel,
+    tokenizer: Any,
+    held_out: HeldOut,
+    config: RewardTrainConfig,
+    device: torch.device,
+    log: Any,
+) -> dict[str, Any]:
+    """Accuracy on the held-out questions."""
+    metrics = evaluate(model, tokenizer, held_out.groups, config, device)
+    overlap = held_out.left_out
     log(
         f"held out ({config.held_out}): accuracy {metrics['accuracy']:.3f} on "
-        f"{metrics['pairs']} decided pairs of {len(groups)} questions"
+        f"{metrics['pairs']} decided pairs of {len(held_out.groups)} questions"
         + (f"; {overlap} questions left out: they were trained on" if overlap else "")
     )
     return {
@@ -262,9 +281,9 @@ def _held_out(
         "accuracy": metrics["accuracy"],
         "loss": metrics["loss"],
         "pairs": metrics["pairs"],
-        "questions": len(groups),
+        "questions": len(held_out.groups),
         "left_out_trained_questions": overlap,
-        "skipped_rows": len(report.skipped),
+        "skipped_rows": held_out.skipped_rows,
     }
 
 

@@ -149,3 +149,23 @@ def test_a_second_publish_of_a_version_is_refused(trained, tmp_path: Path) -> No
         train_reward_model(config, log=lambda _: None)
     assert load_manifest(checkpoint, verify=True).version == "rm-test"
     assert not [p for p in checkpoint.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_a_held_out_file_of_trained_questions_is_refused_before_training(
+    tmp_path: Path,
+) -> None:
+    from reward.errors import DataError
+
+    comparisons = tmp_path / "c.jsonl"
+    write_comparisons(comparisons, stories=6)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=tmp_path / "no-backbone",  # never loaded: the refusal comes first
+        out=tmp_path / "registry",
+        version="rm-test",
+        validation_fraction=0.0,
+        held_out=comparisons,  # every question in it is trained on
+    )
+    with pytest.raises(DataError, match="every question in it is trained on"):
+        train_reward_model(config, log=lambda _: None)
+    assert not (tmp_path / "registry").exists()
