@@ -242,7 +242,7 @@ class RecordingPolicy:
         self.turns.append(Turn(prompt, choice.text + (sampling.stop[0] if ended else "")))
 
 
-async def browse(
+async def recorded_episode(
     web: Web,
     policy: Policy,
     question: Question,
@@ -373,7 +373,7 @@ class EpisodeRollouts:
 
     async def _browse(self, question: Question, policy: Policy) -> tuple[EpisodeResult, list[Turn]]:
         assert self.web is not None
-        return await browse(
+        return await recorded_episode(
             self.web, policy, question, self._session_config(), self._episode_config()
         )
 

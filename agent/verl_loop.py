@@ -9,7 +9,7 @@ is not installed; agent/verl_agent_loop.py binds it to verl's classes.
 - `ServerManagerPolicy` is our Policy over verl's server manager (token in, token out):
   prompts are tokenised as the serving engine tokenises them.
 - `BrowsingEpisodes.run` plays one real episode (agent.episode.run_episode on the offline
-  web, through agent.rl.browse) and packs it exactly as `webgpt train rl` packs it for
+  web, through agent.rl.recorded_episode) and packs it exactly as `webgpt train rl` packs it for
   TRL: the first browsing prompt is the prompt; the response is command 1, prompt 2,
   command 2, …, the answer prompt, the answer; the mask is 0 on every prompt token. The
   trajectory's reward is the reward model's score of the answer, and only of it (WebGPT);
@@ -36,7 +36,7 @@ from agent.errors import ConfigurationError, DataError
 from agent.hf_policy import truncate_at_stop
 from agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
 from agent.questions import Question, contains_gold, load_questions
-from agent.rl import PackedEpisode, browse, pack_within
+from agent.rl import PackedEpisode, pack_within, recorded_episode
 from browser.session import SessionConfig
 from browser.web import Web
 
@@ -146,7 +146,7 @@ class BrowsingEpisodes:
         self, question: Question, server_manager: ServerManager, temperature: float
     ) -> Trajectory:
         policy = ServerManagerPolicy(server_manager, self.tokenizer, uuid.uuid4().hex)
-        result, turns = await browse(
+        result, turns = await recorded_episode(
             self.web,
             policy,
             question,
