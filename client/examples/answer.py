@@ -13,10 +13,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Ask the webgpt service a question.")
     parser.add_argument("question", nargs="?", default="Who painted the Mona Lisa?")
     parser.add_argument("--max-actions", type=int, default=None)
+    parser.add_argument("--temperature", type=float, default=None)
     args = parser.parse_args()
     with Client() as client:
         try:
-            result = client.answer(args.question, max_actions=args.max_actions)
+            result = client.answer(
+                args.question, max_actions=args.max_actions, temperature=args.temperature
+            )
         except APIStatusError as error:
             sys.exit(
                 f"{error.status_code} {error.type}: {error.message} (request {error.request_id})"

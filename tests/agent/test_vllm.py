@@ -6,6 +6,7 @@ vLLM start compiles for a few minutes (cached afterwards).
 
 import re
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +17,16 @@ from agent.openai_policy import OpenAIPolicy
 from agent.policy import Sampling
 from agent.prompts import COMMAND_STOP, browsing_prompt
 from browser.commands import parse_command
+from browser.corpus import (
+    PYTHON_DOCS_DIR,
+    PYTHON_DOCS_URL,
+    build_corpus,
+    download_wiki_summaries,
+    folder_pages,
+    wikipedia_pages,
+)
 from browser.session import SessionConfig
-from browser.web import Web
+from browser.web import Web, WebOptions
 from infra.checkpoints import load_manifest
 from infra.vllm_server import RunningServer, ServerConfig, start, stop
 from tests.servers import free_port
@@ -77,3 +86,40 @@ async def test_an_episode_runs_to_an_answer_that_cites_a_quote(
     assert candidate.dangling_citations == []
     assert result.versions["policy"] == DEFAULT_VERSION
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+
+
+@pytest.fixture(scope="module")
+def embedded_web_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The offline web `make demo` browses: the registry's Wikipedia summaries and the
+    Debian Python docs, as `webgpt corpus build` makes it."""
+    store = tmp_path_factory.mktemp("embedded-web") / "web.sqlite"
+    build_corpus(
+        store,
+        [
+            ("wikipedia", wikipedia_pages(download_wiki_summaries())),
+            ("python-docs", folder_pages(PYTHON_DOCS_DIR, PYTHON_DOCS_URL, "python-docs")),
+        ],
+    )
+    return store
+
+
+async def test_the_default_policy_answers_the_demo_question(
+    embedded_web_store: Path, real_policy: OpenAIPolicy
+) -> None:
+    """`make demo`'s question as scripts/demo.sh asks it (greedy, 20 actions): the json
+    entry follows eight usage examples, so the policy must repeat its Find to reach it,
+    quote it, and state the fact it quoted."""
+    web = Web(WebOptions(offline_store=embedded_web_store, offline_only=True, js_mode="never"))
+    try:
+        agent = Agent(web, real_policy, session=SessionConfig(max_actions=20))
+        result = await agent.answer(
+            "What does the json module's dumps function do?", temperature=0.0
+        )
+    finally:
+        await web.aclose()
+    assert result.answer is not None, result.candidates
+    assert "serialize obj to a json formatted str" in result.answer.lower(), result.answer
+    assert re.search(r"\[1\]", result.answer)
+    [reference] = result.references
+    assert reference.url == "https://docs.python.org/3.11/library/json.html"
+    assert reference.extract.startswith("Serialize obj to a JSON formatted str"), reference
