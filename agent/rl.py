@@ -34,6 +34,7 @@ import json
 import math
 import random
 import tempfile
+import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields
@@ -74,6 +75,10 @@ class RLTrainConfig:
     beta: float = field(default=0.05, metadata={"help": "KL penalty coefficient (> 0)"})
     kl_budget: float = field(
         default=0.5, metadata={"help": "stop once the mean per-token KL passes this"}
+    )
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "stop after this many minutes of training (the checkpoint is kept)"},
     )
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
     min_actions: int = field(default=6, metadata={"help": "action limit drawn from min..max"})
@@ -513,6 +518,7 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
     )
     history: list[dict[str, float]] = []
     stop_reason = {"reason": "steps"}
+    started = time.monotonic()
 
     class _Log(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
@@ -530,6 +536,12 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
             )
             if logs.get("kl", 0.0) > config.kl_budget:
                 stop_reason["reason"] = f"KL {logs['kl']:.4f} passed the budget {config.kl_budget}"
+                log(f"stopping: {stop_reason['reason']}")
+                control.should_training_stop = True
+            elif config.max_minutes is not None and (
+                time.monotonic() - started > config.max_minutes * 60
+            ):
+                stop_reason["reason"] = f"the time budget of {config.max_minutes:g} minutes"
                 log(f"stopping: {stop_reason['reason']}")
                 control.should_training_stop = True
 
@@ -630,6 +642,8 @@ def _check(config: RLTrainConfig) -> None:
         raise ConfigurationError("--answer-only-share must be between 0 and 1")
     if config.steps < 1 or config.questions_per_step < 1:
         raise ConfigurationError("--steps and --questions-per-step must be at least 1")
+    if config.max_minutes is not None and config.max_minutes <= 0:
+        raise ConfigurationError("--max-minutes must be above 0")
 
 
 def _parent_of(folder: Path) -> tuple[str, str]:

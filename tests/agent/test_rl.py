@@ -133,6 +133,7 @@ def test_a_row_the_rollouts_did_not_produce_is_refused(tiny_tokenizer_folder: Pa
         ({"beta": 0.0}, "above 0"),
         ({"min_actions": 9, "max_actions": 4}, "--min-actions"),
         ({"answer_only_share": 1.5}, "--answer-only-share"),
+        ({"max_minutes": 0.0}, "--max-minutes"),
     ],
 )
 def test_bad_settings_are_refused_before_loading_anything(
@@ -344,6 +345,22 @@ def test_rl_stops_at_the_kl_budget(
     assert result.manifest_metrics["steps"] < 6
     assert result.manifest_metrics["stop_reason"].startswith("KL")
     assert any(line.startswith("stopping: KL") for line in lines)
+
+
+@pytest.mark.slow
+def test_rl_stops_at_its_time_budget_and_keeps_the_checkpoint(
+    tiny_bc: tuple[Path, Path], learning_store: Path, reward_checkpoint: Path, tmp_path: Path
+) -> None:
+    lines: list[str] = []
+    config = rl_config(tiny_bc, reward_checkpoint, learning_store, tmp_path / "registry")
+    config.steps, config.answer_only_share, config.max_minutes = 6, 1.0, 1e-6
+
+    result = train_rl(config, log=lines.append)
+
+    assert result.manifest_metrics["steps"] == 1  # the budget is checked after each step
+    assert result.manifest_metrics["stop_reason"] == "the time budget of 1e-06 minutes"
+    assert "stopping: the time budget of 1e-06 minutes" in lines
+    assert load_manifest(result.checkpoint, verify=True).version == "rl-tiny"
 
 
 def test_the_command_refuses_rl_without_a_kl_penalty(tmp_path: Path) -> None:
