@@ -348,10 +348,13 @@ class EpisodeRollouts:
         }
 
     async def sample(self, prompts: list[str], policy: Policy) -> list[Rollout]:
-        """The episodes of a batch of prompts, group by group, packed and scored."""
+        """The episodes of a batch of prompts, packed and scored. Every episode of the batch
+        runs at once, so that an in-process policy generates their calls together; what is
+        drawn at random (answer-only groups, action limits) is drawn first, in order, so a
+        seed gives the same batch whatever order the episodes finish in."""
         if self.web is None:
             self.web = self.open_web()
-        rollouts: list[Rollout] = []
+        groups = []
         # consecutive copies of a question form its group (TRL repeats each prompt
         # num_generations times in a row)
         for text, copies in itertools.groupby(prompts):
@@ -359,31 +362,35 @@ class EpisodeRollouts:
             question = self.by_text.get(text)
             if question is None:
                 raise DataError(f"a prompt that is not one of the questions: {text!r}")
-            if self.rng.random() < self.config.answer_only_share:
-                group = await self._answer_only_group(question, policy, size)
+            answer_only = self.rng.random() < self.config.answer_only_share
+            limits = [
+                self.rng.randint(self.config.min_actions, self.config.max_actions)
+                for _ in range(size)
+            ]
+            if answer_only:
+                groups.append(self._answer_only_group(question, policy, limits))
             else:
-                group = await self._episode_group(question, policy, size)
-            rollouts += group
-        return rollouts
+                groups.append(self._episode_group(question, policy, limits))
+        return [rollout for group in await asyncio.gather(*groups) for rollout in group]
 
     def _episode_config(self) -> EpisodeConfig:
         # no guided decoding in process: commands go through the browser's parser, and an
         # invalid one costs an action, as in WebGPT
         return EpisodeConfig(temperature=self.config.temperature, guided=False)
 
-    def _session_config(self) -> SessionConfig:
-        return SessionConfig(
-            max_actions=self.rng.randint(self.config.min_actions, self.config.max_actions)
-        )
-
-    async def _browse(self, question: Question, policy: Policy) -> tuple[EpisodeResult, list[Turn]]:
+    async def _browse(
+        self, question: Question, policy: Policy, max_actions: int
+    ) -> tuple[EpisodeResult, list[Turn]]:
         assert self.web is not None
+        session_config = SessionConfig(max_actions=max_actions)
         return await recorded_episode(
-            self.web, policy, question, self._session_config(), self._episode_config()
+            self.web, policy, question, session_config, self._episode_config()
         )
 
-    async def _episode_group(self, question: Question, policy: Policy, size: int) -> list[Rollout]:
-        episodes = [await self._browse(question, policy) for _ in range(size)]
+    async def _episode_group(
+        self, question: Question, policy: Policy, limits: list[int]
+    ) -> list[Rollout]:
+        episodes = await asyncio.gather(*(self._browse(question, policy, n) for n in limits))
         texts = [r.answer_prompt + r.answer for r, _ in episodes if r.answer and r.answer_prompt]
         scores = iter(self.score(texts) if texts else [])
         group = []
@@ -395,29 +402,27 @@ class EpisodeRollouts:
         return group
 
     async def _answer_only_group(
-        self, question: Question, policy: Policy, size: int
+        self, question: Question, policy: Policy, limits: list[int]
     ) -> list[Rollout]:
-        """One episode collects quotes (not trained on); the group is `size` answers
+        """One episode collects quotes (not trained on); the group is `len(limits)` answers
         written from them (WebGPT's answer-only episodes: less variance in the answer's
         reward, since the quotes are the same)."""
-        result, _ = await self._browse(question, policy)
+        result, _ = await self._browse(question, policy, limits[0])
         if result.answer_prompt is None:  # no quotes to answer from: browse as usual
-            return await self._episode_group(question, policy, size)
+            return await self._episode_group(question, policy, limits)
         prompt = result.answer_prompt
-        answers = []
-        for _ in range(size):
-            recorder = RecordingPolicy(policy)
-            sampling = Sampling(
-                temperature=self.config.temperature,
-                max_tokens=self._episode_config().answer_max_tokens,
-                stop=("■",),
-            )
-            completion = await recorder.complete(prompt, sampling)
-            answers.append((completion.choices[0].text.strip(), recorder.turns))
-        scores = self.score([prompt + text for text, _ in answers])
+        sampling = Sampling(
+            temperature=self.config.temperature,
+            max_tokens=self._episode_config().answer_max_tokens,
+            stop=("■",),
+        )
+        recorders = [RecordingPolicy(policy) for _ in limits]
+        completions = await asyncio.gather(*(r.complete(prompt, sampling) for r in recorders))
+        answers = [c.choices[0].text.strip() for c in completions]
+        scores = self.score([prompt + text for text in answers])
         return [
-            self._rollout(question, turns, text, score, answer_only=True)
-            for (text, turns), score in zip(answers, scores, strict=True)
+            self._rollout(question, recorder.turns, text, score, answer_only=True)
+            for recorder, text, score in zip(recorders, answers, scores, strict=True)
         ]
 
     def _rollout(

@@ -1,5 +1,6 @@
 """The in-process policy on a tiny model the test builds itself (no hub, no download)."""
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,66 @@ async def test_samples_n_completions_within_the_token_budget(tmp_path: Path) -> 
     assert greedy.choices == again.choices  # temperature 0 is deterministic
     chunks = [c async for c in policy.stream("Search crows", Sampling(max_tokens=3))]
     assert len(chunks) == 1 and chunks[0].usage is not None
+
+
+class CountingGenerate:
+    """Wraps a model's generate: how many calls, and how many prompts each one took."""
+
+    def __init__(self, policy: TransformersPolicy) -> None:
+        self.generate, self.batches = policy.model.generate, []  # type: ignore[var-annotated]
+        policy.model.generate = self
+
+    def __call__(self, **kwargs: object) -> object:
+        self.batches.append(len(kwargs["input_ids"]))  # type: ignore[arg-type]
+        return self.generate(**kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+async def test_concurrent_calls_are_generated_together_as_each_alone(tmp_path: Path) -> None:
+    policy = tiny_policy(tmp_path)
+    greedy = Sampling(max_tokens=6, temperature=0)
+    prompts = ["Search crows", "Clicked on link 0 of the crows page", "Quote: the crows"]
+    alone = [await policy.complete(p, greedy) for p in prompts]
+    counting = CountingGenerate(policy)
+
+    together = await asyncio.gather(*(policy.complete(p, greedy) for p in prompts))
+
+    assert counting.batches == [3]  # one left-padded generate for the three
+    assert [r.choices for r in together] == [r.choices for r in alone]
+    assert [r.usage for r in together] == [r.usage for r in alone]  # no padding counted
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+async def test_batches_hold_one_sampling_and_at_most_max_batch_prompts(tmp_path: Path) -> None:
+    policy = tiny_policy(tmp_path)
+    policy.max_batch = 2
+    counting = CountingGenerate(policy)
+    short, longer = Sampling(max_tokens=2, temperature=0), Sampling(max_tokens=5, temperature=0)
+
+    results = await asyncio.gather(
+        *(policy.complete("Search crows", short) for _ in range(3)),
+        policy.complete("Search crows", longer),
+    )
+
+    assert sorted(counting.batches) == [1, 1, 2]  # 2 + 1 short, 1 longer
+    assert all(r.usage.completion_tokens <= 2 for r in results[:3])
+    assert results[0].choices == results[1].choices == results[2].choices
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+async def test_a_failed_generate_reaches_every_caller_of_its_batch(tmp_path: Path) -> None:
+    policy = tiny_policy(tmp_path)
+    generate = policy.model.generate
+
+    def broken(**_: object) -> object:
+        raise RuntimeError("CUDA out of memory")
+
+    policy.model.generate = broken
+    greedy = Sampling(max_tokens=3, temperature=0)
+    results = await asyncio.gather(
+        *(policy.complete(p, greedy) for p in ("Search a", "Search b")), return_exceptions=True
+    )
+    assert [str(r) for r in results] == ["CUDA out of memory"] * 2
+
+    policy.model.generate = generate  # the policy goes on with the next calls
+    assert len((await policy.complete("Search a", greedy)).choices) == 1

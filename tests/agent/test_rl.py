@@ -3,6 +3,7 @@
 import asyncio
 import json
 import math
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from agent.bc import BCTrainConfig, examples_of, train_bc
 from agent.demonstrations import Demonstration, write_demonstrations
 from agent.errors import ConfigurationError, DataError
 from agent.openai_policy import OpenAIPolicy
+from agent.policy import Completions, Sampling, StreamChunk
 from agent.prompts import browsing_prompt
 from agent.rl import (
     EpisodeRollouts,
@@ -167,6 +169,29 @@ def rollouts_for(
     )
 
 
+class Concurrency:
+    """A policy that counts how many of its calls were in flight at once."""
+
+    def __init__(self, policy: OpenAIPolicy) -> None:
+        self.policy, self.name = policy, policy.name
+        self.in_flight = self.most_at_once = 0
+
+    async def complete(self, prompt: str, sampling: Sampling) -> Completions:
+        self.in_flight += 1
+        self.most_at_once = max(self.most_at_once, self.in_flight)
+        try:
+            await asyncio.sleep(0.05)  # long enough for the others to ask too
+            return await self.policy.complete(prompt, sampling)
+        finally:
+            self.in_flight -= 1
+
+    def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
+        return self.policy.stream(prompt, sampling)
+
+    async def aclose(self) -> None:
+        await self.policy.aclose()
+
+
 def test_rollouts_are_real_episodes_packed_with_the_policy_tokens_unmasked(
     learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
 ) -> None:
@@ -183,7 +208,7 @@ def test_rollouts_are_real_episodes_packed_with_the_policy_tokens_unmasked(
         default_command="Scrolled down 1",  # the third episode never quotes
     )
     with serve(fake_policy_app(script)) as base:
-        policy = OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01)
+        policy = Concurrency(OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01))
         try:
             batch = rollouts.loop.run_until_complete(
                 rollouts.sample([QUESTION.question] * 2, policy)
@@ -194,17 +219,21 @@ def test_rollouts_are_real_episodes_packed_with_the_policy_tokens_unmasked(
             rollouts.loop.run_until_complete(policy.aclose())
             rollouts.close()
 
-    first, second, unanswered = batch
-    commands = [t.completion for t in first.turns[:-1]]
+    assert policy.most_at_once == 2  # the group's episodes ran together
+    *browsed, unanswered = batch
+    # the two episodes ran at once: which asked for an answer first is up to the scheduler
+    right, wrong = sorted(browsed, key=lambda r: not r.turns[-1].completion.startswith("Leo"))
+    commands = [t.completion for t in right.turns[:-1]]
     assert commands == [
         f"Search {QUESTION.question}\n", "Clicked on link 0\n", f"Quote: {MONA}\n", "End: Answer\n",
     ]  # fmt: skip
-    assert first.turns[-1].completion == "Leonardo da Vinci painted it [1].■"
-    assert (first.correct, second.correct, unanswered.answered) == (True, False, False)
+    assert right.turns[-1].completion == "Leonardo da Vinci painted it [1].■"
+    assert wrong.turns[-1].completion == "Raphael painted it [1].■"
+    assert (right.correct, wrong.correct, unanswered.answered) == (True, False, False)
     scores = RewardScorer(reward_checkpoint).score_texts(
-        [r.turns[-1].prompt + r.turns[-1].completion[:-1] for r in (first, second)]
+        [r.turns[-1].prompt + r.turns[-1].completion[:-1] for r in (right, wrong)]
     )
-    assert [first.reward, second.reward] == pytest.approx(scores)
+    assert [right.reward, wrong.reward] == pytest.approx(scores)
     assert unanswered.reward == config.no_answer_reward
     assert len(unanswered.turns) == 10  # its action limit, every turn a command
     tokenizer = rollouts.tokenizer
@@ -228,7 +257,7 @@ def test_answer_only_groups_answer_from_one_episode_s_quotes(
     answers = ["Browsing answer [1].", "Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
     script = Script(oracle_quote=MONA, answers=list(answers))
     with serve(fake_policy_app(script)) as base:
-        policy = OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01)
+        policy = Concurrency(OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01))
         try:
             batch = rollouts.loop.run_until_complete(
                 rollouts.sample([QUESTION.question] * 3, policy)
@@ -238,10 +267,11 @@ def test_answer_only_groups_answer_from_one_episode_s_quotes(
             rollouts.close()
 
     assert [r.answer_only for r in batch] == [True] * 3
-    assert [r.turns[0].completion for r in batch] == [a + "■" for a in answers[1:]]
+    assert policy.most_at_once == 3  # the three answers were written together
+    written = {r.turns[0].completion: r.correct for r in batch}  # in the order they came
+    assert written == {a + "■": a.startswith("Leonardo") for a in answers[1:]}
     assert len({r.turns[0].prompt for r in batch}) == 1  # one episode's quotes
     assert MONA in batch[0].turns[0].prompt
-    assert [r.correct for r in batch] == [True, False, False]
     assert all(all(r.packed.env_mask) for r in batch)  # the answer is all policy tokens
     assert rollouts.stats.answer_only == 3
 
