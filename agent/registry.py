@@ -30,6 +30,7 @@ from infra.checkpoints import (
     point_alias,
     publish,
 )
+from infra.errors import IncompatibleCheckpoint
 
 CURRENT = "current"
 PREVIOUS = "previous"
@@ -45,6 +46,17 @@ def load_policy_manifest(folder: Path, verify: bool = False) -> Manifest:
 def is_adapter(folder: Path) -> bool:
     """A LoRA adapter (served on its base by vLLM's runtime LoRA loading), not full weights."""
     return (folder / ADAPTER_CONFIG).is_file()
+
+
+def adapter_rank(folder: Path) -> int:
+    """The LoRA rank of an adapter folder (PEFT's adapter_config.json, "r")."""
+    try:
+        rank = json.loads((folder / ADAPTER_CONFIG).read_text())["r"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise IncompatibleCheckpoint(f"{folder}: no LoRA rank in {ADAPTER_CONFIG}") from error
+    if not isinstance(rank, int) or rank < 1:
+        raise IncompatibleCheckpoint(f"{folder}: LoRA rank {rank!r} in {ADAPTER_CONFIG}")
+    return rank
 
 
 def check_version_name(version: str) -> None:

@@ -54,7 +54,7 @@ class ServerConfig:
     # Rank is the largest adapter rank accepted; max_loras the versions served at once (the
     # current one, the next during a swap, and one still draining).
     runtime_lora: bool = False
-    max_lora_rank: int = 64
+    max_lora_rank: int = 16  # what `webgpt train` writes; the CPU build pays for it per token
     max_loras: int = 3
     extra_args: tuple[str, ...] = ()
 
@@ -179,10 +179,15 @@ def start(
     return running
 
 
-def start_lora_server(model_dir: Path, served_name: str, progress: Progress) -> RunningServer:
-    """A vLLM server of model_dir that loads LoRA adapters at run time (policy hot reload),
-    on LORA_PORT, not recorded: the service that starts it stops it."""
-    config = ServerConfig(model_dir, served_name, port=LORA_PORT, runtime_lora=True)
+def start_lora_server(
+    model_dir: Path, served_name: str, max_lora_rank: int, progress: Progress
+) -> RunningServer:
+    """A vLLM server of model_dir that loads LoRA adapters of rank up to max_lora_rank at
+    run time (policy hot reload), on LORA_PORT, not recorded: the service that starts it
+    stops it."""
+    config = ServerConfig(
+        model_dir, served_name, port=LORA_PORT, runtime_lora=True, max_lora_rank=max_lora_rank
+    )
     progress(f"starting vLLM for {served_name} with runtime LoRA loading on {config.url}")
     return start(config, progress, record=False)
 

@@ -31,7 +31,7 @@ import httpx
 from agent.episode import EpisodeConfig, run_episode
 from agent.errors import ConfigurationError
 from agent.openai_policy import OpenAIPolicy
-from agent.registry import is_adapter, load_policy_manifest
+from agent.registry import adapter_rank, is_adapter, load_policy_manifest
 from browser.session import SessionConfig
 from browser.web import Web
 from infra.checkpoints import Manifest
@@ -51,6 +51,7 @@ class LoRAServer:
     base: str  # the served base model's version; every adapter must be trained on it
     api_key: str | None = None
     timeout_s: float = 120.0
+    max_rank: int | None = None  # the server's --max-lora-rank, where the service set it
 
     async def load(self, manifest: Manifest, folder: Path) -> None:
         if not is_adapter(folder):
@@ -63,6 +64,12 @@ class LoRAServer:
             raise IncompatibleCheckpoint(
                 f"{manifest.version} is an adapter on {manifest.base_model}; the policy server "
                 f"serves {self.base}"
+            )
+        rank = adapter_rank(folder)
+        if self.max_rank is not None and rank > self.max_rank:
+            raise IncompatibleCheckpoint(
+                f"{manifest.version} is a rank-{rank} adapter; the policy server takes ranks up "
+                f"to {self.max_rank} (raise WEBGPT_POLICY_MAX_LORA_RANK and restart the service)"
             )
         if await self.serves(manifest.version):
             return  # loaded by this service before it restarted: same name, same files

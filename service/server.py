@@ -66,9 +66,14 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
         return PolicyVersions(server, web, settings.policy_canaries)
     base = load_manifest(alias.resolve()).base_model
-    running = start_lora_server(alias.resolve().parent / base, base, print_progress)
+    rank = settings.policy_max_lora_rank
+    running = start_lora_server(alias.resolve().parent / base, base, rank, print_progress)
     return PolicyVersions(
-        LoRAServer(running.url, base), web, settings.policy_canaries, running, VLLMLauncher()
+        LoRAServer(running.url, base, max_rank=rank),
+        web,
+        settings.policy_canaries,
+        running,
+        VLLMLauncher(),
     )
 
 

@@ -3,6 +3,7 @@
 import ipaddress
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -37,6 +38,10 @@ class ServiceSettings(Settings):
     # policy_url, into a local vLLM server of that base that the service starts.
     policy_checkpoint: Path | None = None
     policy_reload_s: float = Field(default=10.0, ge=0)  # how often to re-resolve it; 0: never
+    # The largest LoRA rank the service's own vLLM accepts (--max-lora-rank). vLLM's CPU
+    # build pays for this rank on every prompt token, whatever the adapter's rank: 64
+    # made a 1,500-token prefill 104 s here, 16 (what `webgpt train` writes) 31 s.
+    policy_max_lora_rank: Literal[8, 16, 32, 64, 128, 256] = 16
     # Questions a new version must answer (cited, no refused command) before it serves.
     policy_canaries: list[str] = Field(
         default_factory=lambda: ["Who wrote the novel Pride and Prejudice?"]

@@ -5,6 +5,7 @@ the same swap against the real vLLM CPU server.
 """
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -18,10 +19,11 @@ from starlette.applications import Starlette
 from agent.errors import ConfigurationError
 from agent.registry import PolicyRegistry
 from browser.web import Web, WebOptions
-from infra.checkpoints import point_alias
+from infra.checkpoints import load_manifest, point_alias
+from infra.errors import IncompatibleCheckpoint
 from service.app import create_app
 from service.metrics import Metrics
-from service.policies import Launcher
+from service.policies import Launcher, LoRAServer
 from service.server import policy_versions
 from service.serving import AnswerService
 from service.settings import ServiceSettings
@@ -308,3 +310,21 @@ def test_a_missing_alias_or_a_server_without_the_lora_api_is_a_clear_error(
             asyncio.run(versions.bring_up(registry.current.resolve()))
     with pytest.raises(ValidationError):
         ServiceSettings(policy_reload_s=-1)
+    with pytest.raises(ValidationError, match="policy_max_lora_rank"):
+        ServiceSettings(policy_max_lora_rank=12)  # type: ignore[arg-type]  # not a vLLM rank
+
+
+async def test_an_adapter_above_the_server_s_rank_is_refused_before_vllm_sees_it(
+    policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    registry = registry_of(tmp_path, "r16")
+    wide = make_adapter(tmp_path / "out" / "r32")
+    (wide / "adapter_config.json").write_text(json.dumps({"r": 32, "peft_type": "LORA"}))
+    registry.publish(wide, "r32", base_model="scripted")
+    server = LoRAServer(policy_url, "scripted", max_rank=16)
+
+    with pytest.raises(IncompatibleCheckpoint, match=r"rank-32 .* up to 16 .*MAX_LORA_RANK"):
+        await server.load(load_manifest(registry.root / "r32"), registry.root / "r32")
+    await server.load(load_manifest(registry.root / "r16"), registry.root / "r16")
+
+    assert set(script.adapters) == {"r16"}
