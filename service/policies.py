@@ -65,8 +65,7 @@ class LoRAServer:
                 f"{manifest.version} is an adapter on {manifest.base_model}; the policy server "
                 f"serves {self.base}"
             )
-        rank = adapter_rank(folder)
-        if self.max_rank is not None and rank > self.max_rank:
+        if self.max_rank is not None and (rank := adapter_rank(folder)) > self.max_rank:
             raise IncompatibleCheckpoint(
                 f"{manifest.version} is a rank-{rank} adapter; the policy server takes ranks up "
                 f"to {self.max_rank} (raise WEBGPT_POLICY_MAX_LORA_RANK and restart the service)"
