@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent.errors import ConfigurationError
-from agent.registry import PolicyRegistry
+from agent.registry import PolicyRegistry, adapter_rank
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from infra.checkpoints import load_manifest
 from infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
@@ -105,3 +105,15 @@ def test_the_model_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert listed[0].endswith("current") and listed[1].endswith("previous")
     assert main(["model", "promote", "missing", "--registry", root]) == 1
     assert "missing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["{not json", '{"peft_type": "LORA"}', '{"r": "16"}', '{"r": 0}', "[16]"],
+)
+def test_an_adapter_without_a_usable_rank_is_incompatible(tmp_path: Path, config: str) -> None:
+    adapter = make_adapter(tmp_path / "out")
+    (adapter / "adapter_config.json").write_text(config)
+    with pytest.raises(IncompatibleCheckpoint, match="LoRA rank"):
+        adapter_rank(adapter)
+    assert adapter_rank(make_adapter(tmp_path / "r16")) == 16
