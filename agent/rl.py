@@ -21,7 +21,8 @@ checks that the packed log-probabilities equal those of each step scored alone.
 
 WebGPT's details: the action limit is drawn per episode from a range; a share of groups
 are answer-only (one episode browses, its quotes are kept, and the group is that many
-answers written from them); one optimisation epoch per batch of rollouts; training
+answers written from them; an episode without quotes browses again, a few times at
+most); one optimisation epoch per batch of rollouts; training
 stops once the mean KL passes a budget. The result, the LoRA weights merged into the
 starting policy, is published into the policy registry with the parent policy, the reward
 model and the questions it was trained on.
@@ -278,12 +279,18 @@ class Rollout:
     answer_only: bool
 
 
+# Browsing episodes an answer-only group runs, one after another, to find quotes; with
+# about one episode in ten ending without quotes, three leave 1 group in ~1,000 to fall back.
+ANSWER_ONLY_BROWSE_TRIES = 3
+
+
 @dataclass
 class RolloutStats:
     episodes: int = 0
     answered: int = 0
     correct: int = 0
     answer_only: int = 0
+    answer_only_fallbacks: int = 0  # answer-only groups that found no quotes to answer from
     truncated: int = 0  # episodes longer than max_tokens: their last turns left out
     tokens: int = 0
     policy_tokens: int = 0
@@ -406,11 +413,20 @@ class EpisodeRollouts:
     ) -> list[Rollout]:
         """One episode collects quotes (not trained on); the group is `len(limits)` answers
         written from them (WebGPT's answer-only episodes: less variance in the answer's
-        reward, since the quotes are the same)."""
-        result, _ = await self._browse(question, policy, limits[0])
-        if result.answer_prompt is None:  # no quotes to answer from: browse as usual
+        reward, since the quotes are the same).
+
+        An episode that kept no quotes has nothing to answer from, so the group browses
+        again, up to `ANSWER_ONLY_BROWSE_TRIES` episodes (one at a time, each with the next
+        drawn action limit), before falling back to a group of whole episodes: that group
+        trains `len(limits)` full episodes, ~20x the tokens of an answer-only group."""
+        prompt = None
+        for max_actions in limits[:ANSWER_ONLY_BROWSE_TRIES]:
+            result, _ = await self._browse(question, policy, max_actions)
+            if (prompt := result.answer_prompt) is not None:
+                break
+        if prompt is None:
+            self.stats.answer_only_fallbacks += 1
             return await self._episode_group(question, policy, limits)
-        prompt = result.answer_prompt
         sampling = Sampling(
             temperature=self.config.temperature,
             max_tokens=self._episode_config().answer_max_tokens,
@@ -615,6 +631,7 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
         "stop_reason": stop_reason["reason"],
         "episodes": stats.episodes,
         "answer_only_episodes": stats.answer_only,
+        "answer_only_fallbacks": stats.answer_only_fallbacks,
         "answered": stats.answered / max(stats.episodes, 1),
         "correct": stats.correct / max(stats.episodes, 1),
         "truncated_episodes": stats.truncated,

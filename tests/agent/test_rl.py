@@ -276,6 +276,42 @@ def test_answer_only_groups_answer_from_one_episode_s_quotes(
     assert rollouts.stats.answer_only == 3
 
 
+def test_answer_only_groups_browse_again_when_an_episode_kept_no_quotes(
+    learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
+) -> None:
+    config = RLTrainConfig(
+        policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
+        answer_only_share=1.0, store=learning_store,
+    )  # fmt: skip
+    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
+    # the first browsing episode gives up at once; the second quotes and answers
+    script = Script(commands=["End: Nonsense"], oracle_quote=MONA, answers=["Browsed [1]."])
+    with serve(fake_policy_app(script)) as base:
+        policy = OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01)
+        try:
+            batch = rollouts.loop.run_until_complete(
+                rollouts.sample([QUESTION.question] * 3, policy)
+            )
+            script.oracle_quote = None  # no episode ever quotes: whole episodes after 3 tries
+            script.default_command = "End: Nonsense"
+            requests_before = len(script.requests)
+            fallback = rollouts.loop.run_until_complete(
+                rollouts.sample([QUESTION.question] * 4, policy)
+            )
+        finally:
+            rollouts.loop.run_until_complete(policy.aclose())
+            rollouts.close()
+
+    assert [r.answer_only for r in batch] == [True] * 3
+    assert len({r.turns[0].prompt for r in batch}) == 1
+    assert MONA in batch[0].turns[0].prompt
+    assert [r.answer_only for r in fallback] == [False] * 4
+    assert not any(r.answered for r in fallback)
+    # three browsing tries, then the group's four whole episodes: one command each
+    assert len(script.requests) - requests_before == 3 + 4
+    assert rollouts.stats.answer_only_fallbacks == 1
+
+
 @pytest.fixture(scope="module")
 def tiny_bc(learning_store: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(a tiny policy behavior-cloned on one scripted demonstration, its file): a policy
