@@ -279,8 +279,9 @@ class Rollout:
     answer_only: bool
 
 
-# Browsing episodes an answer-only group runs, one after another, to find quotes; with
-# about one episode in ten ending without quotes, three leave 1 group in ~1,000 to fall back.
+# Browsing episodes an answer-only group runs, one after another, to find quotes. Tries
+# help when quoting is luck; a question the policy never quotes for still falls back (2 of
+# 40 groups in the rl-cpu-v2 run, docs/reward.md).
 ANSWER_ONLY_BROWSE_TRIES = 3
 
 
