@@ -87,6 +87,13 @@ class RLTrainConfig:
     answer_only_share: float = field(
         default=0.25, metadata={"help": "share of groups that only answer from kept quotes"}
     )
+    unquoted: str = field(
+        default="episodes",
+        metadata={
+            "help": "an answer-only group whose question was never quoted: 'episodes' trains "
+            "whole episodes of it (~20x the tokens), 'swap' answers another question"
+        },
+    )
     no_answer_reward: float = field(
         default=-2.0, metadata={"help": "reward of an episode that ends without an answer"}
     )
@@ -292,6 +299,7 @@ class RolloutStats:
     correct: int = 0
     answer_only: int = 0
     answer_only_fallbacks: int = 0  # answer-only groups that found no quotes to answer from
+    answer_only_swaps: int = 0  # ... and answered another question's quotes instead
     truncated: int = 0  # episodes longer than max_tokens: their last turns left out
     tokens: int = 0
     policy_tokens: int = 0
@@ -310,6 +318,7 @@ class EpisodeRollouts:
         segments: SegmentTable,
     ) -> None:
         self.config = config
+        self.questions = list(questions)
         self.by_text = {q.question: q for q in questions}
         self.open_web = open_web
         self.score = score
@@ -376,7 +385,10 @@ class EpisodeRollouts:
                 for _ in range(size)
             ]
             if answer_only:
-                groups.append(self._answer_only_group(question, policy, limits))
+                swap = question
+                if self.config.unquoted == "swap" and len(self.questions) > 1:
+                    swap = self.rng.choice([q for q in self.questions if q != question])
+                groups.append(self._answer_only_group(question, swap, policy, limits))
             else:
                 groups.append(self._episode_group(question, policy, limits))
         return [rollout for group in await asyncio.gather(*groups) for rollout in group]
@@ -410,7 +422,7 @@ class EpisodeRollouts:
         return group
 
     async def _answer_only_group(
-        self, question: Question, policy: Policy, limits: list[int]
+        self, question: Question, swap: Question, policy: Policy, limits: list[int]
     ) -> list[Rollout]:
         """One episode collects quotes (not trained on); the group is `len(limits)` answers
         written from them (WebGPT's answer-only episodes: less variance in the answer's
@@ -418,13 +430,16 @@ class EpisodeRollouts:
 
         An episode that kept no quotes has nothing to answer from, so the group browses
         again, up to `ANSWER_ONLY_BROWSE_TRIES` episodes (one at a time, each with the next
-        drawn action limit), before falling back to a group of whole episodes: that group
-        trains `len(limits)` full episodes, ~20x the tokens of an answer-only group."""
-        prompt = None
-        for max_actions in limits[:ANSWER_ONLY_BROWSE_TRIES]:
-            result, _ = await self._browse(question, policy, max_actions)
-            if (prompt := result.answer_prompt) is not None:
-                break
+        drawn action limit). A question still unquoted then either falls back to a group
+        of whole episodes (`unquoted="episodes"`: it trains `len(limits)` full episodes,
+        ~20x the tokens of an answer-only group) or is swapped for `swap`, drawn up front
+        (`unquoted="swap"`: the group answers that question's quotes; it only falls back
+        when those are not found either)."""
+        prompt = await self._quotes_prompt(question, policy, limits)
+        if prompt is None and self.config.unquoted == "swap" and swap != question:
+            self.stats.answer_only_swaps += 1
+            question = swap
+            prompt = await self._quotes_prompt(question, policy, limits)
         if prompt is None:
             self.stats.answer_only_fallbacks += 1
             return await self._episode_group(question, policy, limits)
@@ -441,6 +456,17 @@ class EpisodeRollouts:
             self._rollout(question, recorder.turns, text, score, answer_only=True)
             for recorder, text, score in zip(recorders, answers, scores, strict=True)
         ]
+
+    async def _quotes_prompt(
+        self, question: Question, policy: Policy, limits: list[int]
+    ) -> str | None:
+        """The answer prompt of the first of up to `ANSWER_ONLY_BROWSE_TRIES` browsing
+        episodes that kept quotes; None when none did."""
+        for max_actions in limits[:ANSWER_ONLY_BROWSE_TRIES]:
+            result, _ = await self._browse(question, policy, max_actions)
+            if result.answer_prompt is not None:
+                return result.answer_prompt
+        return None
 
     def _rollout(
         self,
@@ -633,6 +659,7 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
         "episodes": stats.episodes,
         "answer_only_episodes": stats.answer_only,
         "answer_only_fallbacks": stats.answer_only_fallbacks,
+        "answer_only_swaps": stats.answer_only_swaps,
         "answered": stats.answered / max(stats.episodes, 1),
         "correct": stats.correct / max(stats.episodes, 1),
         "truncated_episodes": stats.truncated,
@@ -663,6 +690,8 @@ def _check(config: RLTrainConfig) -> None:
         raise ConfigurationError("--min-actions must be between 1 and --max-actions")
     if not 0 <= config.answer_only_share <= 1:
         raise ConfigurationError("--answer-only-share must be between 0 and 1")
+    if config.unquoted not in ("episodes", "swap"):
+        raise ConfigurationError("--unquoted must be 'episodes' or 'swap'")
     if config.steps < 1 or config.questions_per_step < 1:
         raise ConfigurationError("--steps and --questions-per-step must be at least 1")
     if config.max_minutes is not None and config.max_minutes <= 0:

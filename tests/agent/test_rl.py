@@ -3,7 +3,7 @@
 import asyncio
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from agent.errors import ConfigurationError, DataError
 from agent.openai_policy import OpenAIPolicy
 from agent.policy import Completions, Sampling, StreamChunk
 from agent.prompts import browsing_prompt
+from agent.questions import Question
 from agent.rl import (
     EpisodeRollouts,
     RLTrainConfig,
@@ -135,6 +136,7 @@ def test_a_row_the_rollouts_did_not_produce_is_refused(tiny_tokenizer_folder: Pa
         ({"beta": 0.0}, "above 0"),
         ({"min_actions": 9, "max_actions": 4}, "--min-actions"),
         ({"answer_only_share": 1.5}, "--answer-only-share"),
+        ({"unquoted": "skip"}, "--unquoted"),
         ({"max_minutes": 0.0}, "--max-minutes"),
     ],
 )
@@ -153,7 +155,10 @@ def test_bad_settings_are_refused_before_loading_anything(
 
 
 def rollouts_for(
-    config: RLTrainConfig, tokenizer_folder: Path, reward_checkpoint: Path
+    config: RLTrainConfig,
+    tokenizer_folder: Path,
+    reward_checkpoint: Path,
+    questions: Sequence[Question] = (QUESTION,),
 ) -> EpisodeRollouts:
     from transformers import AutoTokenizer
 
@@ -161,7 +166,7 @@ def rollouts_for(
 
     return EpisodeRollouts(
         config,
-        [QUESTION],
+        questions,
         lambda: Web(WebOptions(offline_store=config.store, offline_only=True, js_mode="never")),
         RewardScorer(reward_checkpoint).score_texts,
         AutoTokenizer.from_pretrained(tokenizer_folder),
@@ -310,6 +315,39 @@ def test_answer_only_groups_browse_again_when_an_episode_kept_no_quotes(
     # three browsing tries, then the group's four whole episodes: one command each
     assert len(script.requests) - requests_before == 3 + 4
     assert rollouts.stats.answer_only_fallbacks == 1
+
+
+def test_answer_only_groups_swap_a_question_never_quoted_for_another(
+    learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
+) -> None:
+    config = RLTrainConfig(
+        policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
+        answer_only_share=1.0, unquoted="swap", min_actions=3, max_actions=3,
+        store=learning_store,
+    )  # fmt: skip
+    # the oracle quotes the Mona Lisa sentence, which no page about crows has
+    crows = Question(question="What can crows recognise?", gold_answers=["faces"], split="train")
+    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint, [crows, QUESTION])
+    answers = ["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
+    script = Script(oracle_quote=MONA, answers=["Browsed [1].", *answers])
+    with serve(fake_policy_app(script)) as base:
+        policy = OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01)
+        try:
+            batch = rollouts.loop.run_until_complete(rollouts.sample([crows.question] * 3, policy))
+        finally:
+            rollouts.loop.run_until_complete(policy.aclose())
+            rollouts.close()
+
+    observed = [r["prompt"] for r in script.requests if "♦Question\n" in r["prompt"]]
+    browsed = [p.split("♦Question\n", 1)[1].split("\n", 1)[0] for p in observed]
+    # three tries at the crow question (three actions each), then one at the Mona Lisa's
+    assert browsed[:9] == [crows.question] * 9
+    assert set(browsed[9:]) == {QUESTION.question}
+    assert [r.question for r in batch] == [QUESTION] * 3
+    assert [r.answer_only for r in batch] == [True] * 3
+    assert MONA in batch[0].turns[0].prompt
+    assert sorted(r.turns[0].completion for r in batch) == sorted(a + "■" for a in answers)
+    assert (rollouts.stats.answer_only_swaps, rollouts.stats.answer_only_fallbacks) == (1, 0)
 
 
 @pytest.fixture(scope="module")
