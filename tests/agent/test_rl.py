@@ -394,7 +394,7 @@ def rl_config(tiny_bc: tuple[Path, Path], reward: Path, store: Path, out: Path) 
         questions=questions,  # demonstration rows carry questions and gold answers
         out=out,
         version="rl-tiny",
-        steps=3,
+        steps=4,
         questions_per_step=1,
         episodes_per_question=3,
         learning_rate=5e-3,
@@ -417,18 +417,24 @@ def test_rl_on_real_episodes_logs_reward_and_kl_and_changes_the_policy(
     result = train_rl(config, log=lines.append)
 
     history = result.log_history
-    assert [entry["step"] for entry in history] == [1, 2, 3]
+    assert [entry["step"] for entry in history] == [1, 2, 3, 4]
     assert all(math.isfinite(entry["reward"]) and math.isfinite(entry["kl"]) for entry in history)
     assert all("entropy" in entry and "episodes/correct" in entry for entry in history)
     assert history[0]["kl"] == 0.0  # the first batch is sampled from the BC policy itself
-    assert history[-1]["kl"] > 0.0  # later ones from a policy that moved away from it
-    assert any(line.startswith("step 3/3: reward") for line in lines)
+    # A group whose rewards are all equal (every episode unanswered, say) has no advantage,
+    # and at the BC weights no KL gradient either: the policy moves from the first step
+    # whose rewards differed, and every later batch comes from a policy away from BC.
+    differed = [i for i, entry in enumerate(history) if entry["reward_std"] > 0]
+    learned = differed[0] if differed else len(history)
+    assert learned < len(history) - 1, "no rewards differed before the last step"
+    assert all(entry["kl"] > 0.0 for entry in history[learned + 1 :])
+    assert any(line.startswith("step 4/4: reward") for line in lines)
     assert result.parameters_changed
     manifest = load_manifest(result.checkpoint, verify=True)
     assert manifest.kind == "policy" and manifest.version == "rl-tiny"
     assert manifest.metrics["parent"] == "bc-tiny"
     assert manifest.metrics["reward_model"] == "rm-bon"
-    assert manifest.metrics["steps"] == 3 and manifest.metrics["episodes"] == 9
+    assert manifest.metrics["steps"] == 4 and manifest.metrics["episodes"] == 12
     logged = [
         json.loads(line)
         for line in (result.checkpoint / "train_log.jsonl").read_text().splitlines()
