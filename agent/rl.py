@@ -22,7 +22,8 @@ checks that the packed log-probabilities equal those of each step scored alone.
 WebGPT's details: the action limit is drawn per episode from a range; a share of groups
 are answer-only (one episode browses, its quotes are kept, and the group is that many
 answers written from them; an episode without quotes browses again, a few times at
-most); one optimisation epoch per batch of rollouts; training
+most, then the group trains whole episodes or answers another question); one
+optimisation epoch per batch of rollouts; training
 stops once the mean KL passes a budget. The result, the LoRA weights merged into the
 starting policy, is published into the policy registry with the parent policy, the reward
 model and the questions it was trained on.
@@ -299,7 +300,7 @@ class RolloutStats:
     correct: int = 0
     answer_only: int = 0
     answer_only_fallbacks: int = 0  # answer-only groups that found no quotes to answer from
-    answer_only_swaps: int = 0  # ... and answered another question's quotes instead
+    answer_only_swaps: int = 0  # answer-only groups that answered another question instead
     truncated: int = 0  # episodes longer than max_tokens: their last turns left out
     tokens: int = 0
     policy_tokens: int = 0
@@ -318,7 +319,6 @@ class EpisodeRollouts:
         segments: SegmentTable,
     ) -> None:
         self.config = config
-        self.questions = list(questions)
         self.by_text = {q.question: q for q in questions}
         self.open_web = open_web
         self.score = score
@@ -386,8 +386,8 @@ class EpisodeRollouts:
             ]
             if answer_only:
                 swap = question
-                if self.config.unquoted == "swap" and len(self.questions) > 1:
-                    swap = self.rng.choice([q for q in self.questions if q != question])
+                if self.config.unquoted == "swap" and len(self.by_text) > 1:
+                    swap = self.rng.choice([q for q in self.by_text.values() if q != question])
                 groups.append(self._answer_only_group(question, swap, policy, limits))
             else:
                 groups.append(self._episode_group(question, policy, limits))
