@@ -5,11 +5,16 @@ the reward model would pick out of n samples (drawn without replacement from the
 estimated without bias: with the N samples sorted by reward, ascending, the i-th (1-based)
 is the best of a random n-subset with probability C(i-1, n-1) / C(N, n). Samples whose
 rewards tie share their probability (the pick among them is random).
+
+Two policies sampled on the same questions are compared per question (`paired_difference`):
+a question's difficulty is shared by both, so the standard error of the mean difference is
+far smaller than that of either table, which is what separates them on a few dozen questions.
 """
 
+import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from math import comb
 
 from agent.answer import ScoredAnswer, Scorer
 from agent.episode import EpisodeConfig
@@ -32,7 +37,7 @@ def best_of_n(samples: Sequence[Sample], n: int) -> float:
     if not 1 <= n <= total:
         raise ValueError(f"n must be between 1 and {total}, got {n}")
     ordered = sorted(samples, key=lambda s: s.reward)
-    weights = [comb(i - 1, n - 1) / comb(total, n) for i in range(1, total + 1)]
+    weights = [math.comb(i - 1, n - 1) / math.comb(total, n) for i in range(1, total + 1)]
     estimate = 0.0
     start = 0
     while start < total:  # a run of tied rewards: their weight spread over their values
@@ -52,28 +57,54 @@ class BestOfRow:
     correct: float  # share of questions whose picked answer is correct
 
 
-def best_of_table(
-    rewards: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]]
-) -> list[BestOfRow]:
-    """Per n = 1..N, the figures averaged over questions (each with N samples). Rewards of
-    answerless episodes (-inf) count as the lowest answered reward for the mean reward."""
+def _valued(rewards: Sequence[float], correct: Sequence[bool]) -> tuple[list[Sample], list[Sample]]:
+    """One question's samples valued by reward and by correctness. An answerless episode
+    (-inf) is picked last, and counts as the question's lowest answered reward in the mean."""
+    floor = min((r for r in rewards if r != float("-inf")), default=0.0)
+    by_reward = [Sample(r, floor if r == float("-inf") else r) for r in rewards]
+    by_correct = [Sample(r, float(c)) for r, c in zip(rewards, correct, strict=True)]
+    return by_reward, by_correct
+
+
+def _sample_count(rewards: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]]) -> int:
     counts = {len(r) for r in rewards}
     if len(counts) != 1 or len(rewards) != len(correct):
         raise ValueError("every question needs the same number of samples")
     [total] = counts
-    by_reward, by_correct = [], []  # per question: its samples valued by reward, by correct
-    for question_rewards, question_correct in zip(rewards, correct, strict=True):
-        floor = min((r for r in question_rewards if r != float("-inf")), default=0.0)
-        by_reward.append([Sample(r, floor if r == float("-inf") else r) for r in question_rewards])
-        by_correct.append(
-            [Sample(r, float(c)) for r, c in zip(question_rewards, question_correct, strict=True)]
-        )
+    return total
+
+
+def best_of_table(
+    rewards: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]]
+) -> list[BestOfRow]:
+    """Per n = 1..N, the figures averaged over questions (each with N samples)."""
+    total = _sample_count(rewards, correct)
+    valued = [_valued(r, c) for r, c in zip(rewards, correct, strict=True)]
     rows = []
     for n in range(1, total + 1):
-        picked_reward = sum(best_of_n(samples, n) for samples in by_reward)
-        picked_correct = sum(best_of_n(samples, n) for samples in by_correct)
+        picked_reward = sum(best_of_n(by_reward, n) for by_reward, _ in valued)
+        picked_correct = sum(best_of_n(by_correct, n) for _, by_correct in valued)
         rows.append(BestOfRow(n, picked_reward / len(rewards), picked_correct / len(rewards)))
     return rows
+
+
+@dataclass(frozen=True)
+class PairedRow:
+    """Best-of-n of one policy minus another's on the same questions, with one standard
+    error of each mean (nan with a single question)."""
+
+    n: int
+    reward: float
+    reward_se: float
+    correct: float  # a share: 0.05 is five points
+    correct_se: float
+
+
+def _mean_and_error(differences: Sequence[float]) -> tuple[float, float]:
+    mean = statistics.fmean(differences)
+    if len(differences) < 2:
+        return mean, math.nan
+    return mean, statistics.stdev(differences) / math.sqrt(len(differences))
 
 
 @dataclass
@@ -82,11 +113,44 @@ class BestOfSamples:
     estimated from."""
 
     policy: str
+    questions: list[str] = field(default_factory=list)
     rewards: list[list[float]] = field(default_factory=list)  # per question, N rewards
     correct: list[list[bool]] = field(default_factory=list)
 
     def table(self) -> list[BestOfRow]:
         return best_of_table(self.rewards, self.correct)
+
+    def to_json(self) -> list[dict[str, object]]:
+        """Per question, its samples' rewards (null: no answer) and correctness."""
+        return [
+            {
+                "question": question,
+                "rewards": [None if r == float("-inf") else r for r in rewards],
+                "correct": correct,
+            }
+            for question, rewards, correct in zip(
+                self.questions, self.rewards, self.correct, strict=True
+            )
+        ]
+
+
+def paired_difference(base: BestOfSamples, other: BestOfSamples) -> list[PairedRow]:
+    """Per n = 1..N, other's best-of-n figures minus base's, question by question."""
+    if base.questions != other.questions:
+        raise ValueError(f"{base.policy} and {other.policy} were sampled on other questions")
+    total = _sample_count(base.rewards + other.rewards, base.correct + other.correct)
+    pairs = [
+        (_valued(br, bc), _valued(orw, oc))
+        for br, bc, orw, oc in zip(
+            base.rewards, base.correct, other.rewards, other.correct, strict=True
+        )
+    ]
+    rows = []
+    for n in range(1, total + 1):
+        reward = [best_of_n(o[0], n) - best_of_n(b[0], n) for b, o in pairs]
+        correct = [best_of_n(o[1], n) - best_of_n(b[1], n) for b, o in pairs]
+        rows.append(PairedRow(n, *_mean_and_error(reward), *_mean_and_error(correct)))
+    return rows
 
 
 async def sample_best_of(
@@ -103,6 +167,7 @@ async def sample_best_of(
 ) -> BestOfSamples:
     collected = BestOfSamples(label)
     for number, question in enumerate(questions, start=1):
+        collected.questions.append(question.question)
         results = await sample_episodes(
             question.question, policy, web, samples, episode=episode, session=session
         )
@@ -125,6 +190,20 @@ async def sample_best_of(
 def format_best_of(label: str, rows: Sequence[BestOfRow]) -> str:
     lines = [f"best-of-n for {label}", "  n  reward  correct", "---  ------  -------"]
     lines += [f"{row.n:3d}  {row.reward:6.3f}  {row.correct:7.1%}" for row in rows]
+    return "\n".join(lines)
+
+
+def format_paired(base: str, other: str, questions: int, rows: Sequence[PairedRow]) -> str:
+    lines = [
+        f"{other} minus {base}, paired over {questions} questions (± one standard error)",
+        "  n  reward          correct (points)",
+        "---  --------------  ----------------",
+    ]
+    lines += [
+        f"{row.n:3d}  {row.reward:+6.3f} ± {row.reward_se:5.3f}  "
+        f"{100 * row.correct:+5.1f} ± {100 * row.correct_se:4.1f}"
+        for row in rows
+    ]
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import math
 import random
 import sys
 from collections import Counter
@@ -146,7 +147,8 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
         default=0,
         metavar="N",
         help="instead: sample N answers per question (needs --reward-model and --temperature "
-        "> 0) and estimate the reward and correctness of best-of-n for n = 1..N",
+        "> 0) and estimate the reward and correctness of best-of-n for n = 1..N; every later "
+        "--policy is compared with the first question by question, with standard errors",
     )
     evaluate.add_argument(
         "--plot", type=Path, default=None, help="with --best-of: the curves as a PNG"
@@ -492,25 +494,50 @@ async def _eval_one(
 def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
     import json
 
-    from agent.best_of_n import format_best_of, plot_best_of
+    from agent.best_of_n import format_best_of, format_paired, paired_difference, plot_best_of
 
     if args.reward_model is None:
         raise ConfigurationError("--best-of needs --reward-model: it picks the best answer")
     if args.temperature <= 0 or not 1 <= args.best_of <= 64:
         raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
-    curves = {}
+    labels = [target.label for target in targets]
+    if len(set(labels)) != len(labels):
+        raise ConfigurationError(f"policies need distinct labels (LABEL=TARGET), got {labels}")
+    collected = {}
     for target in targets:
-        collected = asyncio.run(_best_of_one(args, target, questions))
-        curves[target.label] = collected.table()
-        print(format_best_of(target.label, curves[target.label]))
+        collected[target.label] = asyncio.run(_best_of_one(args, target, questions))
+        print(format_best_of(target.label, collected[target.label].table()))
+    curves = {label: samples.table() for label, samples in collected.items()}
+    # every later policy against the first (e.g. RL against its BC parent), per question
+    [base, *others] = collected.values()
+    paired = {other.policy: paired_difference(base, other) for other in others}
+    for label, rows in paired.items():
+        print(format_paired(base.policy, label, len(questions), rows))
     if args.plot is not None:
         plot_best_of(curves, str(args.plot))
         print_progress(f"wrote {args.plot}")
     if args.json_out is not None:
-        rows = {label: [dataclasses.asdict(row) for row in rows] for label, rows in curves.items()}
-        args.json_out.write_text(json.dumps({"best_of": rows}, indent=2))
+        figures = {
+            "best_of": {
+                label: [dataclasses.asdict(r) for r in rows] for label, rows in curves.items()
+            },
+            "paired": {
+                label: {
+                    "against": base.policy,
+                    "rows": [_finite(dataclasses.asdict(r)) for r in rows],
+                }
+                for label, rows in paired.items()
+            },
+            "samples": {label: samples.to_json() for label, samples in collected.items()},
+        }
+        args.json_out.write_text(json.dumps(figures, indent=2))
     return 0
+
+
+def _finite(row: dict[str, float]) -> dict[str, float | None]:
+    """JSON has no nan: an undefined figure (a standard error of one question) is null."""
+    return {key: None if math.isnan(value) else value for key, value in row.items()}
 
 
 async def _best_of_one(

@@ -1,13 +1,15 @@
 """Best-of-n measured (`webgpt eval --best-of N`): the unbiased estimator of Appendix I
-against hand-computed figures, then end to end with the tiny reward model."""
+and the paired comparison of two policies against hand-computed figures, then end to end
+with the tiny reward model."""
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
 
-from agent.best_of_n import Sample, best_of_n, best_of_table
+from agent.best_of_n import BestOfSamples, Sample, best_of_n, best_of_table, paired_difference
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.agent.test_record import webgpt
 from tests.servers import serve
@@ -42,14 +44,40 @@ def test_the_table_averages_questions_and_ranks_answerless_episodes_last() -> No
     assert rows[2].reward == pytest.approx((0.5 + 2.0) / 2)
 
 
-def test_eval_best_of_samples_once_and_reports_every_n(
-    reward_checkpoint: Path, offline_store: Path, tmp_path: Path
-) -> None:
+def test_two_policies_are_compared_question_by_question() -> None:
+    questions = ["q1", "q2", "q3"]
+    base = BestOfSamples(
+        "bc", questions, [[0.0, 1.0], [0.0, 0.0], [-math.inf, 2.0]], [[False, True]] * 3
+    )
+    other = BestOfSamples("rl", questions, [[1.0, 1.0], [0.5, 0.5], [2.0, 4.0]], [[True, True]] * 3)
+    one, two = paired_difference(base, other)
+    # best of 1, per question (rl - bc): reward 1 - 0.5, 0.5 - 0, 3 - 2 (no answer at
+    # bc's floor 2.0); correct 1 - 0.5 on every question.
+    assert one.reward == pytest.approx((0.5 + 0.5 + 1.0) / 3)
+    assert one.reward_se == pytest.approx(statistics.stdev([0.5, 0.5, 1.0]) / math.sqrt(3))
+    assert (one.correct, one.correct_se) == pytest.approx((0.5, 0.0))
+    # best of 2: bc picks its reward-1 / tied / reward-2 answer, rl its best
+    assert two.reward == pytest.approx(((1 - 1) + (0.5 - 0) + (4 - 2)) / 3)
+    # bc's tie on q2 picks its correct answer half the time
+    assert two.correct == pytest.approx(((1 - 1) + (1 - 0.5) + (1 - 1)) / 3)
+    with pytest.raises(ValueError, match="other questions"):
+        paired_difference(base, BestOfSamples("x", ["q1"], [[0.0, 1.0]], [[True, True]]))
+
+
+def crow_question(tmp_path: Path, skies: list[str]) -> tuple[Path, Script]:
+    """One question whose gold answer is blue, and a scripted policy answering with these
+    sky colours in turn (the tiny reward model prefers blue, the one correct answer)."""
     questions = tmp_path / "questions.jsonl"
     questions.write_text(json.dumps({"question": "crow corvus", "gold_answers": ["blue"]}) + "\n")
     script = Script(oracle_quote="Crows are birds of the genus Corvus.")
-    # The tiny reward model prefers the sky being blue, the one correct answer here.
-    script.answers = [f"in story 7 the sky is {c} [1]" for c in ("green", "blue", "red")]
+    script.answers = [f"in story 7 the sky is {sky} [1]" for sky in skies]
+    return questions, script
+
+
+def test_eval_best_of_samples_once_and_reports_every_n(
+    reward_checkpoint: Path, offline_store: Path, tmp_path: Path
+) -> None:
+    questions, script = crow_question(tmp_path, ["green", "blue", "red"])
     with serve(fake_policy_app(script)) as base:
         result = webgpt(
             "eval", "--questions", str(questions), "--policy", f"bc={base}/v1,scripted",
@@ -66,6 +94,40 @@ def test_eval_best_of_samples_once_and_reports_every_n(
     assert rows[0]["reward"] < rows[1]["reward"] < rows[2]["reward"]
     assert "best-of-n for bc" in result.stdout and "100.0%" in result.stdout
     assert (tmp_path / "best-of.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_eval_best_of_pairs_a_second_policy_with_the_first_and_keeps_the_samples(
+    reward_checkpoint: Path, offline_store: Path, tmp_path: Path
+) -> None:
+    questions, script = crow_question(tmp_path, ["green", "blue", "red", "blue", "blue", "red"])
+    with serve(fake_policy_app(script)) as base:
+        result = webgpt(
+            "eval", "--questions", str(questions), "--policy", f"bc={base}/v1,scripted",
+            "--policy", f"rl={base}/v1,scripted", "--best-of", "3", "--temperature", "0.9",
+            "--reward-model", str(reward_checkpoint), "--store", str(offline_store),
+            "--json-out", str(tmp_path / "best-of.json"), home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((tmp_path / "best-of.json").read_text())
+    [sampled] = figures["samples"]["rl"]
+    assert sampled["question"] == "crow corvus" and sampled["correct"] == [True, True, False]
+    assert figures["paired"]["rl"]["against"] == "bc"
+    one, _, three = figures["paired"]["rl"]["rows"]
+    assert one["correct"] == pytest.approx(2 / 3 - 1 / 3)
+    assert three["correct"] == pytest.approx(0.0)  # both pick a "blue" answer out of three
+    assert one["correct_se"] is None  # one question: no standard error
+    assert "rl minus bc, paired over 1 questions" in result.stdout
+
+
+def test_eval_best_of_refuses_two_policies_with_one_label(tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"question": "q", "gold_answers": ["a"]}) + "\n")
+    result = webgpt(
+        "eval", "--questions", str(questions), "--policy", "x=http://127.0.0.1:9/v1,a",
+        "--policy", "x=http://127.0.0.1:9/v1,b", "--best-of", "2", "--temperature", "0.9",
+        "--reward-model", str(tmp_path), home=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1 and "distinct labels" in result.stderr
 
 
 def test_eval_best_of_needs_a_reward_model_and_sampling(tmp_path: Path) -> None:
