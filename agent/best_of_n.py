@@ -147,8 +147,10 @@ def paired_difference(base: BestOfSamples, other: BestOfSamples) -> list[PairedR
     ]
     rows = []
     for n in range(1, total + 1):
-        reward = [best_of_n(o[0], n) - best_of_n(b[0], n) for b, o in pairs]
-        correct = [best_of_n(o[1], n) - best_of_n(b[1], n) for b, o in pairs]
+        reward, correct = [], []
+        for (base_reward, base_correct), (other_reward, other_correct) in pairs:
+            reward.append(best_of_n(other_reward, n) - best_of_n(base_reward, n))
+            correct.append(best_of_n(other_correct, n) - best_of_n(base_correct, n))
         rows.append(PairedRow(n, *_mean_and_error(reward), *_mean_and_error(correct)))
     return rows
 
