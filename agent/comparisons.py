@@ -13,11 +13,12 @@ they are never mistaken for human judgements.
 """
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from agent.episode import EpisodeConfig
+from agent.episode import EpisodeConfig, answer_sampling, check_citations
 from agent.evaluate import cited_numbers, is_faithful, sample_episodes
 from agent.policy import Policy
 from agent.questions import Question, contains_gold
@@ -57,12 +58,18 @@ def preference(a: JudgedAnswer, b: JudgedAnswer) -> Preference:
 
 
 def comparison_rows(question: Question, answers: Sequence[JudgedAnswer]) -> list[dict[str, Any]]:
-    """Every pair of distinct answers of one question, labelled by the rule."""
+    """Every pair of distinct answers of one question, labelled by the rule, once: a small
+    policy often writes the same answer several times, and repeating a pair would count
+    one judgement many times over (in training and in held-out accuracy)."""
     sides = [answer.side() for answer in answers]
+    keys = [json.dumps(side, sort_keys=True) for side in sides]
+    seen: set[frozenset[str]] = set()
     rows = []
     for i, j in itertools.combinations(range(len(answers)), 2):
-        if sides[i] == sides[j]:
-            continue  # the same text twice teaches nothing
+        pair = frozenset((keys[i], keys[j]))
+        if len(pair) == 1 or pair in seen:
+            continue  # the same text twice, or a pair already written, teaches nothing new
+        seen.add(pair)
         a, b = answers[i], answers[j]
         rows.append(
             {
@@ -78,6 +85,21 @@ def comparison_rows(question: Question, answers: Sequence[JudgedAnswer]) -> list
     return rows
 
 
+async def judge(
+    question: Question, answer: str, references: Sequence[Reference], web: Web
+) -> JudgedAnswer:
+    """The rule's labels of one answer; its cited extracts are checked against their pages
+    fetched again."""
+    cited = bool(cited_numbers(answer, references))
+    faithful = cited and bool(await is_faithful(web, answer, list(references)))
+    return JudgedAnswer(
+        answer=answer,
+        references=tuple(references),
+        correct=contains_gold(answer, question.gold_answers),
+        faithful=faithful,
+    )
+
+
 async def judged_answers(
     question: Question,
     policy: Policy,
@@ -87,26 +109,52 @@ async def judged_answers(
     episode: EpisodeConfig,
     session: SessionConfig,
 ) -> list[JudgedAnswer]:
-    """samples answers to one question, each labelled; episodes that end without an answer
-    are left out."""
+    """samples answers to one question, each from its own episode and labelled; episodes
+    that end without an answer are left out."""
     results = await sample_episodes(
         question.question, policy, web, samples, episode=episode, session=session
     )
-    judged = []
-    for result in results:
-        if not result.answer:
-            continue
-        cited = bool(cited_numbers(result.answer, result.references))
-        faithful = cited and bool(await is_faithful(web, result.answer, result.references))
-        judged.append(
-            JudgedAnswer(
-                answer=result.answer,
-                references=tuple(result.references),
-                correct=contains_gold(result.answer, question.gold_answers),
-                faithful=faithful,
-            )
+    return [
+        await judge(question, result.answer, result.references, web)
+        for result in results
+        if result.answer
+    ]
+
+
+# Browsing episodes tried, one after another, for quotes to answer from, here and in RL's
+# answer-only groups. Tries help when quoting is luck; a question the policy never quotes
+# for still has none (2 of 40 groups in the rl-cpu-v2 run, docs/reward.md).
+ANSWER_ONLY_BROWSE_TRIES = 3
+
+
+async def judged_answers_from_one_browse(
+    question: Question,
+    policy: Policy,
+    web: Web,
+    *,
+    samples: int,
+    episode: EpisodeConfig,
+    session: SessionConfig,
+) -> list[JudgedAnswer]:
+    """samples answers to one question written from the quotes of one browsing episode
+    (WebGPT's answer-only episodes): the pairs differ only in the answer, which is what an
+    answer-only RL step trains, and one browse serves every sample (its own answer is the
+    first). No answers when `ANSWER_ONLY_BROWSE_TRIES` episodes kept no quote."""
+    for _ in range(ANSWER_ONLY_BROWSE_TRIES):
+        (result,) = await sample_episodes(
+            question.question, policy, web, 1, episode=episode, session=session
         )
-    return judged
+        if result.answer_prompt is not None:
+            break
+    else:
+        return []
+    answers = [result.answer or ""]  # the browsing episode's own answer is the first sample
+    if samples > 1:
+        sampling = replace(answer_sampling(episode, len(result.references)), n=samples - 1)
+        completions = await policy.complete(result.answer_prompt, sampling)
+        quotes = len(result.references)
+        answers += [check_citations(c.text.strip(), quotes)[0] for c in completions.choices]
+    return [await judge(question, a, result.references, web) for a in answers if a]
 
 
 @dataclass
@@ -132,14 +180,18 @@ async def generate_comparisons(
     write: Callable[[dict[str, Any]], None],
     *,
     samples: int = 4,
+    answer_only: bool = False,
     episode: EpisodeConfig,
     session: SessionConfig,
     progress: Callable[[int, GenerationReport], None] | None = None,
 ) -> GenerationReport:
-    """Sample, judge and write the comparison rows of each question in turn."""
+    """Sample, judge and write the comparison rows of each question in turn: `samples`
+    episodes a question, or with `answer_only` one browse and `samples` answers from its
+    quotes."""
+    sample = judged_answers_from_one_browse if answer_only else judged_answers
     report = GenerationReport()
     for number, question in enumerate(questions, start=1):
-        answers = await judged_answers(
+        answers = await sample(
             question, policy, web, samples=samples, episode=episode, session=session
         )
         rows = comparison_rows(question, answers)

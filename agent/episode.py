@@ -70,6 +70,17 @@ def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
     return re.sub(r"[ \t]{2,}", " ", cleaned).replace(" .", ".").strip(), dangling
 
 
+def answer_sampling(config: EpisodeConfig, quote_count: int) -> Sampling:
+    """How the answer is sampled from the answer-phase prompt of `quote_count` quotes."""
+    return Sampling(
+        n=1,
+        temperature=config.temperature,
+        max_tokens=config.answer_max_tokens,
+        stop=ANSWER_STOP,
+        regex=with_stop(answer_regex(quote_count), ANSWER_STOP[0]) if config.guided else None,
+    )
+
+
 async def run_episode(
     episode: int,
     session: BrowserSession,
@@ -128,15 +139,7 @@ async def run_episode(
     if session.quotes and session.end_reason not in ("nonsense", "controversial"):
         prompt = session.answer_prompt()
         result.answer_prompt = prompt
-        sampling = Sampling(
-            n=1,
-            temperature=config.temperature,
-            max_tokens=config.answer_max_tokens,
-            stop=ANSWER_STOP,
-            regex=with_stop(answer_regex(len(session.quotes)), ANSWER_STOP[0])
-            if config.guided
-            else None,
-        )
+        sampling = answer_sampling(config, len(session.quotes))
         clock = time.perf_counter()
         parts: list[str] = []
         async for chunk in policy.stream(prompt, sampling):

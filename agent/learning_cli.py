@@ -112,6 +112,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     synthetic.add_argument("--policy", default="default", metavar="TARGET", help=POLICY_HELP)
     synthetic.add_argument("--policy-key", default=None)
     synthetic.add_argument("--samples", type=int, default=4, help="answers per question")
+    synthetic.add_argument(
+        "--answer-only",
+        action="store_true",
+        help="one browsing episode a question and --samples answers from its quotes (the "
+        "pairs differ only in the answer, as in RL's answer-only groups; cheaper a row)",
+    )
     synthetic.add_argument("--temperature", type=float, default=0.9)
     synthetic.add_argument("--max-actions", type=int, default=20)
     synthetic.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
@@ -605,6 +611,7 @@ async def _generate_comparisons_async(
                     web,
                     lambda row: out.write(json.dumps(row) + "\n"),
                     samples=args.samples,
+                    answer_only=args.answer_only,
                     episode=EpisodeConfig(temperature=args.temperature),
                     session=SessionConfig(max_actions=args.max_actions),
                     progress=progress,

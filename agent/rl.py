@@ -41,15 +41,17 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from agent.bc import LORA_TARGETS
+from agent.comparisons import ANSWER_ONLY_BROWSE_TRIES, comparison_rows, judge
 from agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from agent.errors import ConfigurationError, DataError
 from agent.hf_policy import TransformersPolicy
 from agent.policy import Completion, Completions, Policy, Sampling, StreamChunk
 from agent.questions import Question, contains_gold, load_questions
 from agent.registry import is_adapter, load_policy_manifest
+from agent.trace import Reference
 from browser.observation import OBSERVATION_FORMAT_VERSION
 from browser.session import SessionConfig
 from browser.web import Web
@@ -101,6 +103,13 @@ class RLTrainConfig:
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank of the trained weights"})
     max_tokens: int = field(
         default=8192, metadata={"help": "tokens of a packed episode; later turns left out"}
+    )
+    comparisons_out: Path | None = field(
+        default=None,
+        metadata={
+            "help": "also write every group's answers as synthetic comparisons (JSONL, as "
+            "`webgpt comparisons generate`): data to refresh the reward model where RL goes"
+        },
     )
     store: Path | None = field(default=None, metadata={"help": "offline web file"})
     seed: int = field(default=0, metadata={"help": "sampling and question-order seed"})
@@ -287,12 +296,6 @@ class Rollout:
     answer_only: bool
 
 
-# Browsing episodes an answer-only group runs, one after another, to find quotes. Tries
-# help when quoting is luck; a question the policy never quotes for still falls back (2 of
-# 40 groups in the rl-cpu-v2 run, docs/reward.md).
-ANSWER_ONLY_BROWSE_TRIES = 3
-
-
 @dataclass
 class RolloutStats:
     episodes: int = 0
@@ -329,11 +332,18 @@ class EpisodeRollouts:
         self.web: Web | None = None
         self.last_batch: list[Rollout] = []
         self.stats = RolloutStats()
+        # appended to as groups finish (line-buffered): a run stopped early keeps its rows
+        self.comparisons: TextIO | None = None
+        if config.comparisons_out is not None:
+            config.comparisons_out.parent.mkdir(parents=True, exist_ok=True)
+            self.comparisons = config.comparisons_out.open("a", encoding="utf-8", buffering=1)
 
     def close(self) -> None:
         if self.web is not None:
             self.loop.run_until_complete(self.web.aclose())
         self.loop.close()
+        if self.comparisons is not None:
+            self.comparisons.close()
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
         model = trainer.accelerator.unwrap_model(trainer.model)
@@ -411,8 +421,12 @@ class EpisodeRollouts:
         self, question: Question, policy: Policy, limits: list[int]
     ) -> list[Rollout]:
         episodes = await asyncio.gather(*(self._browse(question, policy, n) for n in limits))
-        texts = [r.answer_prompt + r.answer for r, _ in episodes if r.answer and r.answer_prompt]
+        with_answer = [r for r, _ in episodes if r.answer and r.answer_prompt]
+        texts = [(r.answer_prompt or "") + (r.answer or "") for r in with_answer]
         scores = iter(self.score(texts) if texts else [])
+        await self._write_comparisons(
+            question, [(r.answer or "", r.references) for r in with_answer]
+        )
         group = []
         for result, turns in episodes:
             answered = bool(result.answer and result.answer_prompt)
@@ -435,14 +449,15 @@ class EpisodeRollouts:
         ~20x the tokens of an answer-only group) or is swapped for `swap`, drawn up front
         (`unquoted="swap"`: the group answers that question's quotes; it only falls back
         when those are not found either)."""
-        prompt = await self._quotes_prompt(question, policy, limits)
-        if prompt is None and self.config.unquoted == "swap" and swap != question:
+        browse = await self._quoting_episode(question, policy, limits)
+        if browse is None and self.config.unquoted == "swap" and swap != question:
             self.stats.answer_only_swaps += 1
             question = swap
-            prompt = await self._quotes_prompt(question, policy, limits)
-        if prompt is None:
+            browse = await self._quoting_episode(question, policy, limits)
+        if browse is None or browse.answer_prompt is None:
             self.stats.answer_only_fallbacks += 1
             return await self._episode_group(question, policy, limits)
+        prompt = browse.answer_prompt
         sampling = Sampling(
             temperature=self.config.temperature,
             max_tokens=self._episode_config().answer_max_tokens,
@@ -452,21 +467,34 @@ class EpisodeRollouts:
         completions = await asyncio.gather(*(r.complete(prompt, sampling) for r in recorders))
         answers = [c.choices[0].text.strip() for c in completions]
         scores = self.score([prompt + text for text in answers])
+        await self._write_comparisons(question, [(text, browse.references) for text in answers])
         return [
             self._rollout(question, recorder.turns, text, score, answer_only=True)
             for recorder, text, score in zip(recorders, answers, scores, strict=True)
         ]
 
-    async def _quotes_prompt(
+    async def _quoting_episode(
         self, question: Question, policy: Policy, limits: list[int]
-    ) -> str | None:
-        """The answer prompt of the first of up to `ANSWER_ONLY_BROWSE_TRIES` browsing
-        episodes that kept quotes; None when none did."""
+    ) -> EpisodeResult | None:
+        """The first of up to `ANSWER_ONLY_BROWSE_TRIES` browsing episodes that kept quotes
+        (it has an answer prompt); None when none did."""
         for max_actions in limits[:ANSWER_ONLY_BROWSE_TRIES]:
             result, _ = await self._browse(question, policy, max_actions)
             if result.answer_prompt is not None:
-                return result.answer_prompt
+                return result
         return None
+
+    async def _write_comparisons(
+        self, question: Question, answers: Sequence[tuple[str, Sequence[Reference]]]
+    ) -> None:
+        """A group's answers, judged by the synthetic rule, as comparison rows: the
+        policy's own answers, for the reward model to be retrained where RL takes it."""
+        if self.comparisons is None:
+            return
+        assert self.web is not None
+        judged = [await judge(question, text, refs, self.web) for text, refs in answers if text]
+        for row in comparison_rows(question, judged):
+            self.comparisons.write(json.dumps(row | {"policy": self.config.version}) + "\n")
 
     def _rollout(
         self,

@@ -1,6 +1,7 @@
 """Synthetic comparisons (`webgpt comparisons generate`): answers labelled by rule, every
 pair a row that the reward model's loader reads."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -39,11 +40,9 @@ def test_the_rule_prefers_correct_and_faithful_and_ties_the_rest(tmp_path: Path)
         (good.answer, also_good.answer): "tie",  # both good
         (wrong.answer, unfaithful.answer): "tie",  # neither
         (wrong.answer, also_good.answer): "b",
-        (wrong.answer, good.answer): "b",
         (unfaithful.answer, also_good.answer): "b",
-        (unfaithful.answer, good.answer): "b",
-        (also_good.answer, good.answer): "tie",
-    }  # the two identical answers make no pair
+    }  # the two identical answers make no pair, and no pair is written twice
+    assert len(rows) == 6
     assert {row["source"] for row in rows} == {"synthetic"}
     assert rows[1]["labels"] == {
         "a": {"correct": True, "faithful": True},
@@ -55,8 +54,8 @@ def test_the_rule_prefers_correct_and_faithful_and_ties_the_rest(tmp_path: Path)
     file = tmp_path / "comparisons.jsonl"
     file.write_text("".join(json.dumps(row) + "\n" for row in rows))
     comparisons, report = load_comparisons([file])
-    assert report.used == 9 and not report.skipped
-    assert [c.label for c in comparisons] == [1.0, 1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5]
+    assert report.used == 6 and not report.skipped
+    assert [c.label for c in comparisons] == [1.0, 1.0, 0.5, 0.5, 0.0, 0.0]
     assert comparisons[0].text_a.endswith(good.answer) and MONA in comparisons[0].text_a
 
 
@@ -101,6 +100,42 @@ def test_generate_samples_real_episodes_and_writes_what_train_rm_reads(
         for side in ("a", "b"):
             assert row[side]["quotes"][0]["extract"] == MONA
             assert row[side]["quotes"][0]["title"] == "Mona Lisa"
+    assert load_comparisons([out])[1].used == 3
+
+
+def test_generate_answer_only_writes_answers_from_one_browse_s_quotes(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(QUESTION.model_dump_json() + "\n")
+    answers = ["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
+    script = Script(oracle_quote=MONA, answers=list(answers))
+    out = tmp_path / "comparisons.jsonl"
+    with serve(fake_policy_app(script)) as base:
+        result = webgpt(
+            "comparisons", "generate", "--questions", str(questions), "--answer-only",
+            "--policy", f"fake={base}/v1,scripted", "--samples", "3",
+            "--store", str(learning_store), "--out", str(out), home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1 questions, 3 answers (33% good), 3 comparisons (2 preferences, 1 ties)" in (
+        result.stderr
+    )
+    # one browsing episode (its answer the first sample), then one request for two more
+    browsing = [r for r in script.requests if r["prompt"].endswith("♦Next action\n")]
+    answering = [r for r in script.requests if not r["prompt"].endswith("♦Next action\n")]
+    assert [r["prompt"].split("♦Question\n", 1)[1].split("\n", 1)[0] for r in browsing] == [
+        QUESTION.question
+    ] * len(browsing)
+    assert [r.get("n", 1) for r in answering] == [1, 2]
+    assert len({r["prompt"] for r in answering}) == 1  # both from the same quotes
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {frozenset((r["a"]["answer"], r["b"]["answer"])) for r in rows} == {
+        frozenset(pair) for pair in itertools.combinations(answers, 2)
+    }
+    preferred = sorted(r[r["preference"]]["answer"] for r in rows if r["preference"] != "tie")
+    assert preferred == [answers[0]] * 2
+    assert all(r["a"]["quotes"] == r["b"]["quotes"] for r in rows)
     assert load_comparisons([out])[1].used == 3
 
 

@@ -26,6 +26,7 @@ from agent.rl import (
 )
 from browser.web import Web, WebOptions
 from infra.checkpoints import load_manifest
+from reward.data import load_comparisons
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.agent.test_bc import build_tiny_policy
 from tests.agent.test_comparisons import MONA, QUESTION
@@ -257,6 +258,7 @@ def test_answer_only_groups_answer_from_one_episode_s_quotes(
     config = RLTrainConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         answer_only_share=1.0, store=learning_store,
+        comparisons_out=tmp_path / "data" / "rl-comparisons.jsonl",
     )  # fmt: skip
     rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
     answers = ["Browsing answer [1].", "Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
@@ -279,6 +281,25 @@ def test_answer_only_groups_answer_from_one_episode_s_quotes(
     assert MONA in batch[0].turns[0].prompt
     assert all(all(r.packed.env_mask) for r in batch)  # the answer is all policy tokens
     assert rollouts.stats.answer_only == 3
+    # the group's own answers, judged by the synthetic rule, for the reward model's refresh
+    assert config.comparisons_out is not None
+    rows = [json.loads(line) for line in config.comparisons_out.read_text().splitlines()]
+    winner = {
+        frozenset((r["a"]["answer"], r["b"]["answer"])): r[r["preference"]]["answer"]
+        if r["preference"] != "tie" else "tie"
+        for r in rows
+    }  # fmt: skip
+    good, *wrong = answers[1:]
+    assert winner == {
+        frozenset((good, wrong[0])): good,
+        frozenset((good, wrong[1])): good,
+        frozenset(wrong): "tie",
+    }
+    assert {(r["source"], r["policy"], r["split"]) for r in rows} == {
+        ("synthetic", "rl-0001", "train")
+    }
+    assert rows[0]["a"]["quotes"][0]["extract"] == MONA
+    assert load_comparisons([config.comparisons_out])[1].used == 3
 
 
 def test_answer_only_groups_browse_again_when_an_episode_kept_no_quotes(
