@@ -107,7 +107,7 @@ class RLTrainConfig:
     comparisons_out: Path | None = field(
         default=None,
         metadata={
-            "help": "also write every group's answers as synthetic comparisons (JSONL, as "
+            "help": "also append every group's answers as synthetic comparisons (JSONL, as "
             "`webgpt comparisons generate`): data to refresh the reward model where RL goes"
         },
     )
@@ -724,6 +724,8 @@ def _check(config: RLTrainConfig) -> None:
         raise ConfigurationError("--steps and --questions-per-step must be at least 1")
     if config.max_minutes is not None and config.max_minutes <= 0:
         raise ConfigurationError("--max-minutes must be above 0")
+    if config.comparisons_out is not None and config.comparisons_out.is_dir():
+        raise ConfigurationError(f"--comparisons-out {config.comparisons_out} is a folder")
 
 
 def _parent_of(folder: Path) -> tuple[str, str]:

@@ -139,6 +139,7 @@ def test_a_row_the_rollouts_did_not_produce_is_refused(tiny_tokenizer_folder: Pa
         ({"answer_only_share": 1.5}, "--answer-only-share"),
         ({"unquoted": "skip"}, "--unquoted"),
         ({"max_minutes": 0.0}, "--max-minutes"),
+        ({"comparisons_out": Path("/")}, "--comparisons-out / is a folder"),
     ],
 )
 def test_bad_settings_are_refused_before_loading_anything(
