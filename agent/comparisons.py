@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from agent.demonstrations import Demonstration
 from agent.episode import EpisodeConfig, answer_sampling, check_citations
 from agent.evaluate import cited_numbers, is_faithful, sample_episodes
 from agent.policy import Policy
@@ -149,12 +150,56 @@ async def judged_answers_from_one_browse(
     else:
         return []
     answers = [result.answer or ""]  # the browsing episode's own answer is the first sample
-    if samples > 1:
-        sampling = replace(answer_sampling(episode, len(result.references)), n=samples - 1)
-        completions = await policy.complete(result.answer_prompt, sampling)
-        quotes = len(result.references)
-        answers += [check_citations(c.text.strip(), quotes)[0] for c in completions.choices]
+    answers += await _answers(
+        policy, result.answer_prompt, len(result.references), samples - 1, episode
+    )
     return [await judge(question, a, result.references, web) for a in answers if a]
+
+
+@dataclass(frozen=True)
+class QuotedQuestion:
+    """A question with quotes collected before (a demonstration's): its answers are
+    written from them, with no browsing."""
+
+    question: Question
+    answer_prompt: str
+    references: tuple[Reference, ...]
+
+
+def quoted_question(demo: Demonstration) -> QuotedQuestion | None:
+    """A demonstration's question and quotes; None when it has no quotes (no answer prompt)
+    or no gold answers to judge its answers by."""
+    if demo.answer_prompt is None or not demo.gold_answers:
+        return None
+    references = tuple(
+        Reference(n=n, title=q.title, url=q.url, domain=q.domain, extract=q.extract)
+        for n, q in enumerate(demo.quotes, start=1)
+    )
+    question = Question(
+        question=demo.question, gold_answers=demo.gold_answers, url=demo.gold_url, split=demo.split
+    )
+    return QuotedQuestion(question, demo.answer_prompt, references)
+
+
+async def judged_answers_from_quotes(
+    quoted: QuotedQuestion, policy: Policy, web: Web, *, samples: int, episode: EpisodeConfig
+) -> list[JudgedAnswer]:
+    """samples answers written from quotes already collected, in one request: answer-level
+    pairs at the cost of the answers alone (browsing is most of an episode's time)."""
+    answers = await _answers(policy, quoted.answer_prompt, len(quoted.references), samples, episode)
+    return [await judge(quoted.question, a, quoted.references, web) for a in answers if a]
+
+
+async def _answers(
+    policy: Policy, answer_prompt: str, quote_count: int, samples: int, episode: EpisodeConfig
+) -> list[str]:
+    """samples answers to one answer prompt, sampled as an episode samples its answer (one
+    request with n = samples); citations of no quote removed."""
+    if samples < 1:
+        return []
+    sampling = replace(answer_sampling(episode, quote_count), n=samples)
+    completions = await policy.complete(answer_prompt, sampling)
+    return [check_citations(c.text.strip(), quote_count)[0] for c in completions.choices]
 
 
 @dataclass
@@ -174,7 +219,7 @@ class GenerationReport:
 
 
 async def generate_comparisons(
-    questions: Sequence[Question],
+    questions: Sequence[Question | QuotedQuestion],
     policy: Policy,
     web: Web,
     write: Callable[[dict[str, Any]], None],
@@ -187,13 +232,20 @@ async def generate_comparisons(
 ) -> GenerationReport:
     """Sample, judge and write the comparison rows of each question in turn: `samples`
     episodes a question, or with `answer_only` one browse and `samples` answers from its
-    quotes."""
-    sample = judged_answers_from_one_browse if answer_only else judged_answers
+    quotes; a QuotedQuestion's `samples` answers are written from its own quotes."""
+    browse = judged_answers_from_one_browse if answer_only else judged_answers
     report = GenerationReport()
-    for number, question in enumerate(questions, start=1):
-        answers = await sample(
-            question, policy, web, samples=samples, episode=episode, session=session
-        )
+    for number, item in enumerate(questions, start=1):
+        if isinstance(item, QuotedQuestion):
+            question = item.question
+            answers = await judged_answers_from_quotes(
+                item, policy, web, samples=samples, episode=episode
+            )
+        else:
+            question = item
+            answers = await browse(
+                question, policy, web, samples=samples, episode=episode, session=session
+            )
         rows = comparison_rows(question, answers)
         for row in rows:
             write(row)

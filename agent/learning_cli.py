@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from agent.demonstrations import Demonstration, Recorder, write_demonstrations
-from agent.errors import ConfigurationError
+from agent.errors import ConfigurationError, DataError
 from agent.openai_policy import OpenAIPolicy
 from agent.questions import Question, generate_questions, load_questions
 from browser.cli import add_web_arguments, web_options
@@ -25,6 +25,7 @@ from reward.cli import add_dataclass_options
 
 if TYPE_CHECKING:
     from agent.best_of_n import BestOfSamples
+    from agent.comparisons import QuotedQuestion
     from agent.episode import EpisodeConfig
     from agent.evaluate import PolicyReport
 
@@ -106,7 +107,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="sample answers from a policy and label every pair by rule (gold answer, "
         "faithful citations): synthetic comparisons for `webgpt train rm`",
     )
-    synthetic.add_argument("--questions", type=Path, required=True, help="questions JSONL")
+    source = synthetic.add_mutually_exclusive_group(required=True)
+    source.add_argument("--questions", type=Path, help="questions JSONL")
+    source.add_argument(
+        "--quotes-from",
+        type=Path,
+        metavar="DEMOS",
+        help="demonstrations JSONL: --samples answers are written from each one's quotes, "
+        "with no browsing (questions, gold answers and splits from the file; answer-level "
+        "pairs at the cost of the answers alone)",
+    )
     synthetic.add_argument("--split", default="train", help="only rows of this split")
     synthetic.add_argument("--limit", type=int, default=0, help="at most this many questions")
     synthetic.add_argument("--policy", default="default", metavar="TARGET", help=POLICY_HELP)
@@ -580,15 +590,35 @@ async def _best_of_one(
 def _generate_comparisons(args: argparse.Namespace) -> int:
     if not 1 <= args.samples <= 64:
         raise ConfigurationError("--samples must be between 1 and 64")
-    questions = load_questions(args.questions, args.split)
+    questions: list[Question] | list[QuotedQuestion]
+    if args.quotes_from:
+        questions = _quoted_questions(args.quotes_from, args.split)
+    else:
+        questions = load_questions(args.questions, args.split)
     if args.limit:
         questions = questions[: args.limit]
     target = parse_policy_target(args.policy)
     return asyncio.run(_generate_comparisons_async(args, target, questions))
 
 
+def _quoted_questions(path: Path, split: str) -> "list[QuotedQuestion]":
+    from agent.comparisons import quoted_question
+    from agent.demonstrations import load_demonstrations
+
+    demos, report = load_demonstrations([path], splits=[split])
+    print_progress(report.summary())
+    quoted = [q for q in map(quoted_question, demos) if q is not None]
+    if len(quoted) < len(demos):
+        print_progress(f"{len(demos) - len(quoted)} demonstrations without quotes or gold answers")
+    if not quoted:
+        raise DataError(f"{path} has no demonstrations with quotes and gold answers in {split!r}")
+    return quoted
+
+
 async def _generate_comparisons_async(
-    args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
+    args: argparse.Namespace,
+    target: PolicyTarget,
+    questions: "list[Question] | list[QuotedQuestion]",
 ) -> int:
     import json
 

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 from agent.comparisons import JudgedAnswer, comparison_rows
+from agent.demonstrations import Demonstration, DemoQuote, DemoStep
 from agent.questions import Question
 from agent.trace import Reference
+from browser.observation import answer_prompt
 from reward.data import load_comparisons
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.agent.test_record import webgpt
@@ -137,6 +139,64 @@ def test_generate_answer_only_writes_answers_from_one_browse_s_quotes(
     assert preferred == [answers[0]] * 2
     assert all(r["a"]["quotes"] == r["b"]["quotes"] for r in rows)
     assert load_comparisons([out])[1].used == 3
+
+
+def test_generate_from_demonstrations_writes_answers_from_their_quotes_without_browsing(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    quote = DemoQuote(title="Mona Lisa", url=QUOTE.url, domain=QUOTE.domain, extract=MONA)
+    prompt = answer_prompt(QUESTION.question, [quote.collected()])
+    steps = [DemoStep(observation="♦Question\nWho painted the Mona Lisa?", command="End: Answer")]
+    quoted = Demonstration(
+        id="quoted", question=QUESTION.question, source="scripted", steps=steps,
+        quotes=[quote], answer_prompt=prompt, answer="Leonardo da Vinci [1].",
+        gold_answers=QUESTION.gold_answers, split="train",
+    )  # fmt: skip
+    unquoted = Demonstration(
+        id="unquoted", question="Who?", source="scripted", steps=steps, gold_answers=["x"],
+        split="train",
+    )  # fmt: skip
+    dev = quoted.model_copy(update={"id": "dev", "split": "dev"})
+    demos = tmp_path / "demos.jsonl"
+    demos.write_text("".join(d.to_json() + "\n" for d in (quoted, unquoted, dev)))
+    script = Script(answers=["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1] [7]."])
+    out = tmp_path / "comparisons.jsonl"
+    with serve(fake_policy_app(script)) as base:
+        result = webgpt(
+            "comparisons", "generate", "--quotes-from", str(demos), "--samples", "3",
+            "--policy", f"fake={base}/v1,scripted", "--store", str(learning_store),
+            "--out", str(out), home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1 demonstrations without quotes or gold answers" in result.stderr
+    assert "1 questions, 3 answers (33% good), 3 comparisons (2 preferences, 1 ties)" in (
+        result.stderr
+    )
+    # no browsing: one request for all three answers, on the demonstration's answer prompt
+    assert [(r["prompt"], r.get("n", 1)) for r in script.requests] == [(prompt, 3)]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["split"] for r in rows} == {"train"}
+    answers = {r[side]["answer"] for r in rows for side in ("a", "b")}
+    assert answers == {"Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."}  # [7]: no quote
+    preferred = sorted(r[r["preference"]]["answer"] for r in rows if r["preference"] != "tie")
+    assert preferred == ["Leonardo da Vinci [1]."] * 2
+    assert all(r["a"]["quotes"] == r["b"]["quotes"] == [QUOTE.model_dump(exclude={"n", "type"})]
+               for r in rows)  # fmt: skip
+    assert load_comparisons([out])[1].used == 3
+
+
+def test_generate_refuses_demonstrations_with_no_quotes_and_two_sources(tmp_path: Path) -> None:
+    steps = [DemoStep(observation="♦Question\nWho?", command="End: Answer")]
+    demos = tmp_path / "demos.jsonl"
+    unquoted = Demonstration(id="u", question="Who?", source="scripted", steps=steps, split="train")
+    demos.write_text(unquoted.to_json() + "\n")
+    common = ["--policy", "http://127.0.0.1:9/v1,x", "--out", str(tmp_path / "c.jsonl")]
+    result = webgpt("comparisons", "generate", "--quotes-from", str(demos), *common, home=tmp_path)
+    assert result.returncode == 1
+    assert "no demonstrations with quotes and gold answers in 'train'" in result.stderr
+    both = ["--quotes-from", str(demos), "--questions", str(demos)]
+    result = webgpt("comparisons", "generate", *both, *common, home=tmp_path)
+    assert result.returncode == 2 and "not allowed with argument" in result.stderr
 
 
 def test_generate_refuses_an_empty_split(tmp_path: Path) -> None:
