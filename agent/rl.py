@@ -59,6 +59,10 @@ from infra.checkpoints import discard, publish, staging_folder
 from infra.errors import CheckpointError
 from reward.factory import load_reward_manifest
 
+# other questions an answer-only group tries (`--unquoted swap`) before it falls back to whole
+# episodes: one unquoted question in a few dozen would otherwise cost a whole-episode group
+ANSWER_ONLY_SWAPS = 3
+
 
 @dataclass
 class RLTrainConfig:
@@ -94,7 +98,8 @@ class RLTrainConfig:
         default="episodes",
         metadata={
             "help": "an answer-only group whose question was never quoted: 'episodes' trains "
-            "whole episodes of it (~20x the tokens), 'swap' answers another question"
+            "whole episodes of it (~20x the tokens), 'swap' answers another question (up to "
+            f"{ANSWER_ONLY_SWAPS} tried)"
         },
     )
     no_answer_reward: float = field(
@@ -395,10 +400,11 @@ class EpisodeRollouts:
                 for _ in range(size)
             ]
             if answer_only:
-                swap = question
-                if self.config.unquoted == "swap" and len(self.by_text) > 1:
-                    swap = self.rng.choice([q for q in self.by_text.values() if q != question])
-                groups.append(self._answer_only_group(question, swap, policy, limits))
+                swaps: list[Question] = []
+                if self.config.unquoted == "swap":
+                    others = [q for q in self.by_text.values() if q != question]
+                    swaps = self.rng.sample(others, min(ANSWER_ONLY_SWAPS, len(others)))
+                groups.append(self._answer_only_group(question, swaps, policy, limits))
             else:
                 groups.append(self._episode_group(question, policy, limits))
         return [rollout for group in await asyncio.gather(*groups) for rollout in group]
@@ -436,7 +442,7 @@ class EpisodeRollouts:
         return group
 
     async def _answer_only_group(
-        self, question: Question, swap: Question, policy: Policy, limits: list[int]
+        self, question: Question, swaps: list[Question], policy: Policy, limits: list[int]
     ) -> list[Rollout]:
         """One episode collects quotes (not trained on); the group is `len(limits)` answers
         written from them (WebGPT's answer-only episodes: less variance in the answer's
@@ -446,17 +452,23 @@ class EpisodeRollouts:
         again, up to `ANSWER_ONLY_BROWSE_TRIES` episodes (one at a time, each with the next
         drawn action limit). A question still unquoted then either falls back to a group
         of whole episodes (`unquoted="episodes"`: it trains `len(limits)` full episodes,
-        ~20x the tokens of an answer-only group) or is swapped for `swap`, drawn up front
-        (`unquoted="swap"`: the group answers that question's quotes; it only falls back
-        when those are not found either)."""
+        ~20x the tokens of an answer-only group) or is swapped for the first of `swaps`
+        (drawn up front, up to `ANSWER_ONLY_SWAPS`) that gets quoted (`unquoted="swap"`:
+        the group answers that question's quotes; it only falls back when none is quoted,
+        since one fallback group costs a CPU run more than all its other steps together)."""
+        asked = question
         browse = await self._quoting_episode(question, policy, limits)
-        if browse is None and self.config.unquoted == "swap" and swap != question:
-            self.stats.answer_only_swaps += 1
+        for swap in swaps:
+            if browse is not None:
+                break
             question = swap
             browse = await self._quoting_episode(question, policy, limits)
         if browse is None or browse.answer_prompt is None:
+            question = asked
             self.stats.answer_only_fallbacks += 1
             return await self._episode_group(question, policy, limits)
+        if question != asked:
+            self.stats.answer_only_swaps += 1
         prompt = browse.answer_prompt
         sampling = Sampling(
             temperature=self.config.temperature,

@@ -339,17 +339,23 @@ def test_answer_only_groups_browse_again_when_an_episode_kept_no_quotes(
     assert rollouts.stats.answer_only_fallbacks == 1
 
 
+# a seed whose swaps for the crow question are the raven question, then the Mona Lisa's
+SWAP_SEED = 3
+
+
 def test_answer_only_groups_swap_a_question_never_quoted_for_another(
     learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
 ) -> None:
     config = RLTrainConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         answer_only_share=1.0, unquoted="swap", min_actions=3, max_actions=3,
-        store=learning_store,
+        store=learning_store, seed=SWAP_SEED,
     )  # fmt: skip
-    # the oracle quotes the Mona Lisa sentence, which no page about crows has
+    # the oracle quotes the Mona Lisa sentence, which no page about crows or ravens has
     crows = Question(question="What can crows recognise?", gold_answers=["faces"], split="train")
-    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint, [crows, QUESTION])
+    ravens = Question(question="Can ravens plan ahead?", gold_answers=["yes"], split="train")
+    questions = [crows, ravens, QUESTION]
+    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint, questions)
     answers = ["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
     script = Script(oracle_quote=MONA, answers=["Browsed [1].", *answers])
     with serve(fake_policy_app(script)) as base:
@@ -362,9 +368,10 @@ def test_answer_only_groups_swap_a_question_never_quoted_for_another(
 
     observed = [r["prompt"] for r in script.requests if "♦Question\n" in r["prompt"]]
     browsed = [p.split("♦Question\n", 1)[1].split("\n", 1)[0] for p in observed]
-    # three tries at the crow question (three actions each), then one at the Mona Lisa's
-    assert browsed[:9] == [crows.question] * 9
-    assert set(browsed[9:]) == {QUESTION.question}
+    # three tries at the crow question (three actions each), three at the first swap, the
+    # raven question, then one at the second swap, the Mona Lisa's
+    assert browsed[:18] == [crows.question] * 9 + [ravens.question] * 9
+    assert set(browsed[18:]) == {QUESTION.question}
     assert [r.question for r in batch] == [QUESTION] * 3
     assert [r.answer_only for r in batch] == [True] * 3
     assert MONA in batch[0].turns[0].prompt
