@@ -120,6 +120,38 @@ class BestOfSamples:
     def table(self) -> list[BestOfRow]:
         return best_of_table(self.rewards, self.correct)
 
+    @classmethod
+    def from_json(cls, policy: str, rows: object) -> "BestOfSamples":
+        """The inverse of `to_json`; a ValueError names what is malformed."""
+        samples = cls(policy)
+        if not isinstance(rows, list):
+            raise ValueError(f"{policy}: samples must be a list of questions")
+        for row in rows:
+            if not isinstance(row, dict) or not isinstance(row.get("question"), str):
+                raise ValueError(f"{policy}: a sample row without its question: {row!r:.80}")
+            rewards, correct = row.get("rewards"), row.get("correct")
+            if not isinstance(rewards, list) or not isinstance(correct, list):
+                raise ValueError(f"{policy}: {row['question']!r} needs rewards and correct lists")
+            if len(rewards) != len(correct) or not all(isinstance(c, bool) for c in correct):
+                raise ValueError(f"{policy}: {row['question']!r}: one boolean correct per reward")
+            if not all(r is None or isinstance(r, int | float) for r in rewards):
+                raise ValueError(f"{policy}: {row['question']!r}: rewards are numbers or null")
+            samples.questions.append(row["question"])
+            samples.rewards.append([float("-inf") if r is None else float(r) for r in rewards])
+            samples.correct.append(list(correct))
+        return samples
+
+    def extend(self, other: "BestOfSamples") -> None:
+        """Add another run's questions (the same policy, none of them already here)."""
+        repeated = set(self.questions) & set(other.questions)
+        if repeated:
+            raise ValueError(
+                f"{self.policy}: {len(repeated)} questions sampled twice, e.g. {min(repeated)!r}"
+            )
+        self.questions += other.questions
+        self.rewards += other.rewards
+        self.correct += other.correct
+
     def to_json(self) -> list[dict[str, object]]:
         """Per question, its samples' rewards (null: no answer) and correctness."""
         return [

@@ -140,7 +140,7 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
         "eval", help="measure answer quality on questions with gold answers"
     )
     evaluate.add_argument(
-        "--questions", type=Path, required=True, help="JSONL with question + gold_answers"
+        "--questions", type=Path, default=None, help="JSONL with question + gold_answers"
     )
     evaluate.add_argument("--split", default=None, help="only rows of this split (e.g. dev)")
     evaluate.add_argument("--limit", type=int, default=0, help="at most this many questions")
@@ -167,7 +167,17 @@ def register_eval(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
         "--policy is compared with the first question by question, with standard errors",
     )
     evaluate.add_argument(
-        "--plot", type=Path, default=None, help="with --best-of: the curves as a PNG"
+        "--plot", type=Path, default=None, help="with --best-of or --pool: the curves as a PNG"
+    )
+    evaluate.add_argument(
+        "--pool",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="repeatable, instead of sampling: report the samples of earlier --best-of "
+        "--json-out files (the same policies, other questions: a question set evaluated in "
+        "parts) as one run, with its tables, paired differences, --plot and --json-out",
     )
     evaluate.add_argument("--store", type=Path, default=None, help="offline web file")
     evaluate.set_defaults(run=_eval)
@@ -426,6 +436,12 @@ def _eval(args: argparse.Namespace) -> int:
 
     from agent.evaluate import format_table
 
+    if args.pool:
+        if args.questions is not None or args.best_of:
+            raise ConfigurationError("--pool reports earlier samples: no --questions or --best-of")
+        return _report_best_of(args, _pooled_samples(args.pool))
+    if args.questions is None:
+        raise ConfigurationError("eval needs --questions (or --pool)")
     questions = load_questions(args.questions, args.split)
     if args.limit:
         questions = questions[: args.limit]
@@ -508,9 +524,7 @@ async def _eval_one(
 
 
 def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
-    import json
-
-    from agent.best_of_n import format_best_of, format_paired, paired_difference, plot_best_of
+    from agent.best_of_n import format_best_of
 
     if args.reward_model is None:
         raise ConfigurationError("--best-of needs --reward-model: it picks the best answer")
@@ -524,12 +538,55 @@ def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
     for target in targets:
         collected[target.label] = asyncio.run(_best_of_one(args, target, questions))
         print(format_best_of(target.label, collected[target.label].table()))
-    curves = {label: samples.table() for label, samples in collected.items()}
+    return _report_best_of(args, collected, tables_printed=True)
+
+
+def _pooled_samples(paths: list[Path]) -> "dict[str, BestOfSamples]":
+    """Each policy's samples from earlier `--best-of --json-out` files, questions joined."""
+    import json
+
+    from agent.best_of_n import BestOfSamples
+
+    pooled: dict[str, BestOfSamples] = {}
+    for path in paths:
+        try:
+            samples = json.loads(path.read_text())["samples"]
+            labels = list(samples)
+            if pooled and labels != list(pooled):
+                raise ValueError(f"policies {labels}, the first file's are {list(pooled)}")
+            for label in labels:
+                part = BestOfSamples.from_json(label, samples[label])
+                if label in pooled:
+                    pooled[label].extend(part)
+                else:
+                    pooled[label] = part
+        except OSError as error:
+            raise DataError(f"--pool {path}: {error.strerror or error}") from error
+        except (ValueError, KeyError, TypeError) as error:
+            raise DataError(f"--pool {path}: not a --best-of --json-out file: {error}") from error
+    return pooled
+
+
+def _report_best_of(
+    args: argparse.Namespace, collected: "dict[str, BestOfSamples]", tables_printed: bool = False
+) -> int:
+    """Best-of-n tables, every later policy paired with the first, --plot, --json-out."""
+    import json
+
+    from agent.best_of_n import format_best_of, format_paired, paired_difference, plot_best_of
+
     # every later policy against the first (e.g. RL against its BC parent), per question
     [base, *others] = collected.values()
-    paired = {other.policy: paired_difference(base, other) for other in others}
-    for label, rows in paired.items():
-        print(format_paired(base.policy, label, len(questions), rows))
+    try:  # pooled files may disagree on N or on the questions
+        curves = {label: samples.table() for label, samples in collected.items()}
+        paired = {other.policy: paired_difference(base, other) for other in others}
+    except ValueError as error:
+        raise DataError(f"--pool: {error}") from error
+    if not tables_printed:
+        for label, table in curves.items():
+            print(format_best_of(label, table))
+    for label, differences in paired.items():
+        print(format_paired(base.policy, label, len(base.questions), differences))
     if args.plot is not None:
         plot_best_of(curves, str(args.plot))
         print_progress(f"wrote {args.plot}")

@@ -64,6 +64,74 @@ def test_two_policies_are_compared_question_by_question() -> None:
         paired_difference(base, BestOfSamples("x", ["q1"], [[0.0, 1.0]], [[True, True]]))
 
 
+def best_of_file(path: Path, *samples: BestOfSamples) -> Path:
+    """What `eval --best-of --json-out` keeps of these samples (all that --pool reads)."""
+    path.write_text(json.dumps({"samples": {s.policy: s.to_json() for s in samples}}))
+    return path
+
+
+def test_eval_pool_reports_questions_evaluated_in_parts_as_one_run(tmp_path: Path) -> None:
+    questions = ["q1", "q2", "q3"]
+    rewards = {
+        "bc": [[0.0, 1.0], [0.0, 0.0], [-math.inf, 2.0]],
+        "rl": [[1.0, 1.0], [0.5, 0.5], [2.0, 4.0]],
+    }
+    correct = {"bc": [[False, True]] * 3, "rl": [[True, True]] * 3}
+    whole = {p: BestOfSamples(p, questions, rewards[p], correct[p]) for p in rewards}
+
+    def part(name: str, cut: slice) -> Path:
+        samples = [
+            BestOfSamples(p, questions[cut], rewards[p][cut], correct[p][cut]) for p in rewards
+        ]
+        return best_of_file(tmp_path / name, *samples)
+
+    parts = [part("part1.json", slice(0, 2)), part("part2.json", slice(2, 3))]
+    out = tmp_path / "pooled.json"
+    pooled = webgpt(
+        "eval", "--pool", str(parts[0]), "--pool", str(parts[1]), "--json-out", str(out),
+        home=tmp_path,
+    )  # fmt: skip
+    assert pooled.returncode == 0, pooled.stderr
+    assert "rl minus bc, paired over 3 questions" in pooled.stdout
+    figures = json.loads(out.read_text())
+    expected = paired_difference(whole["bc"], whole["rl"])
+    assert [r["reward"] for r in figures["paired"]["rl"]["rows"]] == pytest.approx(
+        [r.reward for r in expected]
+    )
+    assert [r["correct_se"] for r in figures["paired"]["rl"]["rows"]] == pytest.approx(
+        [r.correct_se for r in expected]
+    )
+    assert figures["samples"]["bc"][2]["rewards"] == [None, 2.0]  # no answer stays no answer
+    two = best_of_table(rewards["bc"], correct["bc"])[1]
+    assert figures["best_of"]["bc"][1]["correct"] == pytest.approx(two.correct)
+
+
+def test_eval_pool_refuses_what_would_not_be_one_run(tmp_path: Path) -> None:
+    bc = BestOfSamples("bc", ["q1"], [[0.0, 1.0]], [[False, True]])
+    rl = BestOfSamples("rl", ["q1"], [[1.0, 1.0]], [[True, True]])
+    part = best_of_file(tmp_path / "part.json", bc, rl)
+    other_policies = best_of_file(tmp_path / "other.json", bc)
+    not_samples = tmp_path / "figures.json"
+    not_samples.write_text(json.dumps([{"policy": "bc", "correct": 0.5}]))
+
+    def pool(*args: str) -> tuple[int, str]:
+        result = webgpt("eval", *args, home=tmp_path)
+        return result.returncode, result.stderr
+
+    code, error = pool("--pool", str(part), "--pool", str(part))
+    assert code == 1 and "1 questions sampled twice, e.g. 'q1'" in error
+    code, error = pool("--pool", str(part), "--pool", str(other_policies))
+    assert code == 1 and "policies ['bc'], the first file's are ['bc', 'rl']" in error
+    code, error = pool("--pool", str(not_samples))
+    assert code == 1 and "not a --best-of --json-out file" in error
+    code, error = pool("--pool", str(tmp_path / "missing.json"))
+    assert code == 1 and "missing.json" in error
+    code, error = pool("--pool", str(part), "--questions", str(part))
+    assert code == 1 and "no --questions or --best-of" in error
+    code, error = pool("--split", "dev")
+    assert code == 1 and "eval needs --questions (or --pool)" in error
+
+
 def crow_question(tmp_path: Path, skies: list[str]) -> tuple[Path, Script]:
     """One question whose gold answer is blue, and a scripted policy answering with these
     sky colours in turn (the tiny reward model prefers blue, the one correct answer)."""
