@@ -581,7 +581,7 @@ def _report_best_of(
         curves = {label: samples.table() for label, samples in collected.items()}
         paired = {other.policy: paired_difference(base, other) for other in others}
     except ValueError as error:
-        raise DataError(f"--pool: {error}") from error
+        raise DataError(f"best-of samples: {error}") from error
     if not tables_printed:
         for label, table in curves.items():
             print(format_best_of(label, table))
