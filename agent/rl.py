@@ -464,9 +464,8 @@ class EpisodeRollouts:
             question = swap
             browse = await self._quoting_episode(question, policy, limits)
         if browse is None or browse.answer_prompt is None:
-            question = asked
             self.stats.answer_only_fallbacks += 1
-            return await self._episode_group(question, policy, limits)
+            return await self._episode_group(asked, policy, limits)
         if question != asked:
             self.stats.answer_only_swaps += 1
         prompt = browse.answer_prompt
