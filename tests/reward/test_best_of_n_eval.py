@@ -124,6 +124,11 @@ def test_eval_pool_refuses_what_would_not_be_one_run(tmp_path: Path) -> None:
     assert code == 1 and "policies ['bc'], the first file's are ['bc', 'rl']" in error
     code, error = pool("--pool", str(not_samples))
     assert code == 1 and "not a --best-of --json-out file" in error
+    broken_row = tmp_path / "broken.json"
+    row = {"question": "q2", "rewards": ["high", 1.0], "correct": [True, False]}
+    broken_row.write_text(json.dumps({"samples": {"bc": [row], "rl": [row]}}))
+    code, error = pool("--pool", str(part), "--pool", str(broken_row))
+    assert code == 1 and "broken.json" in error and "rewards are numbers or null" in error
     code, error = pool("--pool", str(tmp_path / "missing.json"))
     assert code == 1 and "missing.json" in error
     code, error = pool("--pool", str(part), "--questions", str(part))
