@@ -50,6 +50,7 @@ class Scorer(Protocol):
 class Candidate(BaseModel):
     episode: int
     answer: str | None
+    declined: bool = False  # the answer says the pages found do not answer; it cites nothing
     reward: float | None
     references: list[Reference]
     end_reason: str | None
@@ -79,6 +80,8 @@ class AnswerResult(BaseModel):
     id: str
     question: str
     answer: str | None  # None when no episode produced an answer
+    # The answer says the pages found do not answer (agent.declines): it cites nothing.
+    declined: bool = False
     references: list[Reference]
     candidates: list[Candidate]
     best: int | None  # index into candidates
@@ -153,6 +156,7 @@ class Agent:
                     CandidateEvent(
                         episode=candidate.episode,
                         answer=candidate.answer,
+                        declined=candidate.declined,
                         references=candidate.references,
                         end_reason=candidate.end_reason,
                         reward=candidate.reward,
@@ -164,6 +168,7 @@ class Agent:
             id=f"ans_{uuid.uuid4().hex}",
             question=question,
             answer=candidates[best].answer if best is not None else None,
+            declined=best is not None and candidates[best].declined,
             references=candidates[best].references if best is not None else [],
             candidates=candidates,
             best=best,
@@ -240,6 +245,7 @@ class Agent:
                 Candidate(
                     episode=outcome.episode,
                     answer=outcome.answer,
+                    declined=outcome.declined,
                     reward=rewards.get(outcome.episode),
                     references=outcome.references,
                     end_reason=outcome.end_reason,

@@ -200,5 +200,7 @@ def format_answer(result: AnswerResult) -> str:
         reasons = {c.end_reason or c.error or "unknown" for c in result.candidates}
         return f"No answer: browsing ended without one ({', '.join(sorted(reasons))})."
     lines = [result.answer, ""]
+    if result.declined:
+        lines.append("(declined: the pages it found do not answer the question)")
     lines += [f"[{r.n}] {r.title} — {r.url}" for r in result.references]
     return "\n".join(lines)

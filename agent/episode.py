@@ -5,6 +5,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from agent.declines import is_declined
 from agent.grammar import answer_regex, browsing_regex, with_stop
 from agent.policy import Policy, Sampling, Usage
 from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
@@ -30,7 +31,7 @@ class EpisodeConfig:
     # policy picks them as a first move and answers nothing; unguided policies always may.
     allow_refusal: bool = False
     command_max_tokens: int = 64
-    answer_max_tokens: int = 400  # > 4 x grammar.FIRST_CITATION_CHARS
+    answer_max_tokens: int = 600  # > 4 x grammar.FIRST_CITATION_CHARS
 
 
 @dataclass
@@ -50,7 +51,7 @@ class EpisodeStep:
 class EpisodeResult:
     episode: int
     answer: str | None  # None: ended without an answer (refusal, or no quote collected)
-    references: list[Reference]
+    references: list[Reference]  # what the answer may cite: none for a decline
     end_reason: str | None
     dangling_citations: list[int] = field(default_factory=list)
     answer_prompt: str | None = None
@@ -59,6 +60,11 @@ class EpisodeResult:
     usage: Usage = field(default_factory=Usage)
     timings: Timings = field(default_factory=Timings)
     steps: list[EpisodeStep] = field(default_factory=list)
+
+    @property
+    def declined(self) -> bool:
+        """The answer says the pages found do not answer (agent.declines)."""
+        return is_declined(self.answer)
 
 
 def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
@@ -155,5 +161,7 @@ async def run_episode(
             "".join(parts).strip(), len(session.quotes)
         )
         result.answer = answer
+        if is_declined(answer):  # it cites nothing, so it has no references
+            result.references = []
     result.timings.total_s = time.perf_counter() - started
     return result

@@ -2,7 +2,13 @@
 
 Per policy:
 - correct: a gold answer occurs in the answer (both normalised as SQuAD does: lower case,
-  no punctuation or articles), over all questions;
+  no punctuation or articles), over the factoid questions; a decline is never correct;
+- declined: the answer is a decline (agent.declines), over all questions, and apart over
+  the answerable ones (factoid and long-form: should be rare) and the unanswerable ones
+  (should be most);
+- long-form: the share of long-form answers with at least two sentences and two distinct
+  citations, and key-point coverage (the share of a question's key points the answer
+  states, a point stated when one of its phrases occurs in it, normalised);
 - cited: the answer cites at least one reference, over all questions;
 - faithful: every extract the answer cites occurs verbatim in the page it names, checked
   by fetching that page again (a fresh page cache), over the answers that cite;
@@ -11,6 +17,7 @@ Per policy:
 """
 
 import asyncio
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -18,10 +25,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.answer import ScoredAnswer, Scorer
+from agent.declines import is_declined
 from agent.episode import CITATION, EpisodeConfig, EpisodeResult, run_episode
 from agent.errors import PolicyError
 from agent.policy import Policy
-from agent.questions import Question, contains_gold
+from agent.questions import Kind, Question, contains_gold, normalize
 from agent.trace import Reference
 from browser.session import SessionConfig
 from browser.web import Web
@@ -43,6 +51,32 @@ class Outcome:
     end_reason: str | None
     reward: float | None = None
     error: str | None = None
+    kind: Kind = "factoid"
+    declined: bool = False
+    sentences: int = 0
+    distinct_citations: int = 0
+    key_points: float | None = None  # share of the key points stated (long-form)
+
+    @property
+    def long_enough(self) -> bool:
+        """WebGPT's answer style: two sentences or more, citing two quotes or more."""
+        return self.sentences >= 2 and self.distinct_citations >= 2
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentence_count(answer: str) -> int:
+    return len([s for s in _SENTENCE_END.split(answer.strip()) if len(s) > 1])
+
+
+def key_point_coverage(answer: str | None, key_points: Sequence[Sequence[str]]) -> float | None:
+    """The share of key points the answer states (one of a point's phrases occurs in it)."""
+    if not key_points:
+        return None
+    text = f" {normalize(answer or '')} "
+    stated = sum(any(f" {normalize(p)} " in text for p in point) for point in key_points)
+    return round(stated / len(key_points), 4)
 
 
 @dataclass
@@ -56,10 +90,15 @@ class PolicyReport:
         checked = [o.faithful for o in done if o.faithful is not None]
         actions = sum(o.actions for o in done)
         rewards = [o.reward for o in done if o.reward is not None]
+        factoids = [o for o in done if o.kind == "factoid"]
+        longform = [o for o in done if o.kind == "longform"]
+        answerable = [o for o in done if o.kind != "unanswerable"]
+        unanswerable = [o for o in done if o.kind == "unanswerable"]
+        coverage = [o.key_points for o in longform if o.key_points is not None]
         return {
             "policy": self.policy,
             "questions": count,
-            "correct": _share(sum(o.correct for o in done), count),
+            "correct": _share(sum(o.correct for o in factoids), len(factoids)),
             "cited": _share(sum(o.cited for o in done), count),
             "faithful": _share(sum(checked), len(checked)),
             "invalid_action_rate": _share(sum(o.invalid_actions for o in done), actions),
@@ -68,6 +107,13 @@ class PolicyReport:
             "wall_s_median": round(statistics.median(o.wall_s for o in done), 2) if done else None,
             "reward_mean": round(statistics.fmean(rewards), 4) if rewards else None,
             "errors": sum(o.error is not None for o in done),
+            "declined": _share(sum(o.declined for o in done), count),
+            "declined_answerable": _share(sum(o.declined for o in answerable), len(answerable)),
+            "declined_unanswerable": _share(
+                sum(o.declined for o in unanswerable), len(unanswerable)
+            ),
+            "longform_two_citations": _share(sum(o.long_enough for o in longform), len(longform)),
+            "key_point_coverage": round(statistics.fmean(coverage), 4) if coverage else None,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -151,6 +197,8 @@ async def evaluate_policy(
                     time.perf_counter() - started,
                     None,
                     error=str(error),
+                    kind=question.kind,
+                    key_points=key_point_coverage(None, question.key_points),
                 )
             )
             continue
@@ -166,12 +214,15 @@ async def evaluate_policy(
             [reward] = await scorer.score(
                 [ScoredAnswer(question.question, result.answer_prompt, answer)]
             )
+        declined = is_declined(answer)
         report.outcomes.append(
             Outcome(
                 question=question.question,
                 gold_answers=question.gold_answers,
                 answer=answer,
-                correct=bool(answer) and contains_gold(answer or "", question.gold_answers),
+                correct=bool(answer)
+                and not declined
+                and contains_gold(answer or "", question.gold_answers),
                 cited=bool(answer) and bool(cited_numbers(answer or "", result.references)),
                 faithful=faithful,
                 actions=result.actions,
@@ -179,6 +230,11 @@ async def evaluate_policy(
                 wall_s=wall_s,
                 end_reason=result.end_reason,
                 reward=reward,
+                kind=question.kind,
+                declined=declined,
+                sentences=sentence_count(answer or ""),
+                distinct_citations=len(cited_numbers(answer or "", result.references)),
+                key_points=key_point_coverage(answer, question.key_points),
             )
         )
         if progress is not None:
@@ -194,6 +250,11 @@ def format_table(reports: Sequence[PolicyReport]) -> str:
         ("correct", "correct", "{:.1%}"),
         ("cited", "cited", "{:.1%}"),
         ("faithful", "faithful", "{:.1%}"),
+        ("declined", "declined", "{:.1%}"),
+        ("declined: answerable", "declined_answerable", "{:.1%}"),
+        ("declined: unanswerable", "declined_unanswerable", "{:.1%}"),
+        ("long-form 2+ cited", "longform_two_citations", "{:.1%}"),
+        ("key points", "key_point_coverage", "{:.1%}"),
         ("invalid", "invalid_action_rate", "{:.1%}"),
         ("actions p50", "actions_median", "{:g}"),
         ("s/question p50", "wall_s_median", "{:.1f}"),

@@ -13,6 +13,7 @@ literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they
 
 import re
 
+from agent.declines import DECLINE_REGEX
 from browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
@@ -22,7 +23,11 @@ MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
 MAX_LINK_CHOICES = 300
-FIRST_CITATION_CHARS = 60  # x 4 tokens a character at most = 240 < answer_max_tokens
+# A long-form answer's first sentence cites its quote at its end: x 4 tokens a character at
+# most = 560 < EpisodeConfig.answer_max_tokens, so the first citation always fits.
+FIRST_CITATION_CHARS = 140
+SENTENCE_CHARS = 220  # text between two citations
+MAX_CITATIONS = 8
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 
 
@@ -119,11 +124,13 @@ def with_stop(regex: str, stop: str) -> str:
 
 
 def answer_regex(quote_count: int) -> str:
-    """One paragraph citing collected quotes as [n], at most six times, nothing else in
-    square brackets. The first citation comes within FIRST_CITATION_CHARS characters: a
-    byte-level tokenizer spends at most 4 tokens on a character, so even an answer of
-    emoji reaches it inside the answer's token budget (EpisodeConfig.answer_max_tokens)."""
+    """One paragraph citing collected quotes as [n], at most MAX_CITATIONS times, nothing
+    else in square brackets; or a decline (agent.declines), which cites nothing. The first
+    citation comes within FIRST_CITATION_CHARS characters: a byte-level tokenizer spends at
+    most 4 tokens on a character, so even an answer of emoji reaches it inside the answer's
+    token budget (EpisodeConfig.answer_max_tokens)."""
     cite = _alternatives([f"\\[{n}\\]" for n in range(1, quote_count + 1)])
     text = "[^\\[\\]■\\n]"
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
-    return f"{first}{cite}({text}{{0,150}}{cite}){{0,5}}{text}{{0,150}}"
+    more = f"({text}{{0,{SENTENCE_CHARS}}}{cite}){{0,{MAX_CITATIONS - 1}}}"
+    return f"({first}{cite}{more}{text}{{0,150}}|{DECLINE_REGEX})"

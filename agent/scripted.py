@@ -7,6 +7,12 @@ holds the answer, quotes it, ends, and writes a short answer that states the fac
 cites it. A share of episodes take realistic detours (a wrong result then `Back`, a first
 search that misses, a scroll away and back) so a cloned policy learns to recover.
 
+Long-form questions collect several quotes: the page's opening sentence, then a later one
+reached with `Find in page:`, or a second page reached through a link in the first or a
+new search; the answer has one sentence per quote, each citing its quote (WebGPT's
+style). Unanswerable questions are browsed the same way, and the episode ends with a
+decline (agent.declines) that cites nothing.
+
 Quotes are chosen among agent.grammar.quote_choices, the spans guided decoding offers, and
 answers must match agent.grammar.answer_regex: what is demonstrated can also be served.
 """
@@ -16,8 +22,9 @@ import random
 import re
 from dataclasses import dataclass
 
+from agent.declines import decline_answer
 from agent.demonstrations import Demonstration, Recorder
-from agent.grammar import answer_regex, quote_choices
+from agent.grammar import FIRST_CITATION_CHARS, SENTENCE_CHARS, answer_regex, quote_choices
 from agent.questions import Question, contains_gold, normalize
 from browser.session import BrowserSession
 
@@ -94,6 +101,8 @@ def search_queries(question: Question, rng: random.Random) -> list[str]:
     """A query made from the question's own words, then the page's title as the fallback."""
     words = [w.strip(".'?") for w in _WORD.findall(question.question)]
     content = [w for w in words if w and w.lower() not in _STOPWORDS]
+    if question.style == "unnamed subject":  # the title is the answer: search for the clues
+        return [" ".join(content)]
     title = question.title or " ".join(content)
     first = " ".join(content) if rng.random() < 0.5 else title
     if question.url and "docs.python.org" in question.url and "." in title:
@@ -161,6 +170,10 @@ async def demonstrate(
 ) -> Demonstration | None:
     """One demonstration for the question, or None when the script cannot reach the answer
     (the page is not found by search, or the answering sentence is not quotable)."""
+    if question.kind == "unanswerable":
+        return await _demonstrate_decline(question, session, rng)
+    if question.kind == "longform":
+        return await _demonstrate_longform(question, session, rng)
     if not question.url or not question.answer:
         return None
     recorder = Recorder(session, question.question)
@@ -209,11 +222,19 @@ async def demonstrate(
     result = await recorder.step(f"Quote: {quote}")
     if result.event.type != "quote" or not session.quotes or session.done:
         return None
-    await recorder.step("End: Answer")
-    answer = question.answer
-    if not contains_gold(answer, question.gold_answers):
+    if not contains_gold(question.answer, question.gold_answers):
         return None
-    if re.fullmatch(answer_regex(len(session.quotes)), answer) is None:
+    return await _end_and_answer(recorder, question, question.answer, detour or "")
+
+
+async def _end_and_answer(
+    recorder: Recorder, question: Question, answer: str | None, detour: str = ""
+) -> Demonstration | None:
+    """`End: Answer`, then the record with the answer, if the answer grammar admits it (what
+    is demonstrated can also be served)."""
+    await recorder.step("End: Answer")
+    quotes = len(recorder.session.quotes)
+    if answer is None or re.fullmatch(answer_regex(quotes), answer) is None:
         return None
     return recorder.finish(
         id=demonstration_id(question),
@@ -222,5 +243,120 @@ async def demonstrate(
         gold_answers=question.gold_answers,
         gold_url=question.url,
         split=question.split,
-        meta={"style": question.style or "", "detour": detour or ""},
+        meta={"style": question.style or "", "kind": question.kind, "detour": detour},
     )
+
+
+# -- Long-form answers and declines ---------------------------------------------------
+
+
+def answer_sentence(quote: str, number: int, limit: int) -> str | None:
+    """One answer sentence from a quote, citing it: "<quote, cut at a clause> [n]." within
+    `limit` characters before the citation; None when no clause is short enough."""
+    text = " ".join(quote.split()).rstrip(" .;:,")
+    if re.search(r"[\[\]■]", text):
+        return None
+    while len(text) > limit:
+        cut = max(text.rfind(", ", 0, limit), text.rfind("; ", 0, limit))
+        if cut < limit // 3:
+            return None
+        text = text[:cut]
+    return f"{text[:1].upper()}{text[1:]} [{number}]."
+
+
+def compose_answer(quotes: list[str]) -> str | None:
+    """A long-form answer from the collected quotes: one sentence per quote, in order, each
+    citing the quote it comes from."""
+    sentences = []
+    for number, quote in enumerate(quotes, start=1):
+        limit = (FIRST_CITATION_CHARS if number == 1 else SENTENCE_CHARS) - 2
+        sentence = answer_sentence(quote, number, limit)
+        if sentence is None:
+            return None
+        sentences.append(sentence)
+    return " ".join(sentences)
+
+
+def _quote_of(session: BrowserSession, sentence: str) -> str | None:
+    """The quotable span in view that is (a prefix of) the sentence."""
+    wanted = normalize(sentence)
+    spans = [c for c in quote_choices(session) if normalize(c) in wanted]
+    return max(spans, key=len) if spans else None  # the sentence, not a description in it
+
+
+async def _open(recorder: Recorder, session: BrowserSession, query: str, url: str) -> bool:
+    """Opens the page at url: by its link on the page in view, else through a search."""
+    link = _target_link(session, url)
+    if link is None:
+        await recorder.step(f"Search {query}")
+        link = _target_link(session, url)
+    if link is None or session.done:
+        return False
+    await recorder.step(f"Clicked on link {link}")
+    return not session.done
+
+
+async def _reach(recorder: Recorder, session: BrowserSession, sentence: str) -> str | None:
+    """Brings the sentence into view (already there, or by finding its opening words) and
+    returns its quotable span."""
+    quote = _quote_of(session, sentence)
+    if quote is None:
+        words = sentence.split()[:4]
+        await recorder.step(f"Find in page: {' '.join(words)[:60]}")
+        quote = _quote_of(session, sentence)
+    return quote
+
+
+async def _demonstrate_longform(
+    question: Question, session: BrowserSession, rng: random.Random
+) -> Demonstration | None:
+    """Quotes each supporting sentence (a later one found in the page, one on a second page
+    opened by its link or a search), then answers one sentence per quote."""
+    if not question.url or len(question.supporting) < 2:
+        return None
+    recorder = Recorder(session, question.question)
+    title = (question.title or "").split(" (")[0]
+    urls = question.supporting_urls or [None] * len(question.supporting)
+    query = rng.choice(search_queries(question, rng))
+    opened = await _open(recorder, session, query, question.url)
+    if not opened and not await _open(recorder, session, title, question.url):
+        return None
+    for sentence, url in zip(question.supporting, urls, strict=True):
+        if url is not None and session.page.url.rstrip("/") != url.rstrip("/"):
+            other = url.rsplit("/", 1)[-1].replace("_", " ")
+            if not await _open(recorder, session, other, url):
+                return None
+        quote = await _reach(recorder, session, sentence)
+        if quote is None or session.done:
+            return None
+        result = await recorder.step(f"Quote: {quote}")
+        if result.event.type != "quote" or session.done:
+            return None
+    return await _end_and_answer(
+        recorder, question, compose_answer([q.extract for q in session.quotes])
+    )
+
+
+async def _demonstrate_decline(
+    question: Question, session: BrowserSession, rng: random.Random
+) -> Demonstration | None:
+    """Searches as for any question, opens the most promising result, quotes the closest
+    thing it says, and declines: the quote is what was found, and it does not answer."""
+    recorder = Recorder(session, question.question)
+    words = [w.strip(".'?") for w in _WORD.findall(question.question)]
+    query = " ".join(w for w in words if w and w.lower() not in _STOPWORDS) or question.question
+    await recorder.step(f"Search {query}")
+    links = sorted(session.page.links)
+    if not links or session.done:
+        return None
+    await recorder.step(
+        f"Clicked on link {links[0] if rng.random() < 0.7 else rng.choice(links[:3])}"
+    )
+    choices = quote_choices(session)
+    if not choices or session.done:
+        return None
+    result = await recorder.step(f"Quote: {choices[0]}")
+    if result.event.type != "quote" or session.done:
+        return None
+    answer = question.answer or decline_answer(question.question)
+    return await _end_and_answer(recorder, question, answer)

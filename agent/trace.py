@@ -48,6 +48,7 @@ class CandidateEvent(_Event):
     type: Literal["candidate"] = "candidate"
     episode: int
     answer: str | None
+    declined: bool = False  # the answer says the pages found do not answer (agent.declines)
     references: list[Reference]
     end_reason: str | None
     reward: float | None = None

@@ -15,8 +15,13 @@ ASK=(--max-actions 20 --temperature 0)
 echo "== 1. browsing by hand (examples/demo-commands.txt)"
 "$VENV/webgpt" browse --question "$QUESTION" < examples/demo-commands.txt
 
-echo "== 2. the default policy answers (webgpt answer)"
-"$VENV/webgpt" answer "$QUESTION" "${ASK[@]}"
+echo "== 2. the default policy answers (webgpt answer): a factoid, a how/why question, and"
+echo "   one the offline web cannot answer, which it should decline"
+for asked in "$QUESTION" "How does a refrigerator keep food cold?" \
+  "Who won the 2030 FIFA World Cup?"; do
+  echo "-- $asked"
+  "$VENV/webgpt" answer "$asked" "${ASK[@]}"
+done
 
 echo "== 3. the service answers (webgpt serve + the Python SDK)"
 "$VENV/webgpt" serve --port "$PORT" &

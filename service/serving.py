@@ -263,6 +263,7 @@ class AnswerService:
                         "role": "assistant",
                         "content": result.answer or "",
                         "references": references,
+                        "declined": result.declined,
                     },
                 }
             ],
@@ -272,6 +273,7 @@ class AnswerService:
                 "total_tokens": usage.prompt_tokens + usage.completion_tokens,
             },
             "references": references,
+            "declined": result.declined,
         }
 
     def chat_stream(self, chat: ChatRequest) -> AsyncIterator[dict[str, Any]]:
@@ -308,7 +310,7 @@ class AnswerService:
                 if not streamed:
                     yield chunk({"content": result.answer or ""})
                 references = [r.model_dump(mode="json") for r in result.references]
-                yield chunk({}, "stop", references=references)
+                yield chunk({}, "stop", references=references, declined=result.declined)
             elif isinstance(event, StreamErrorEvent):
                 yield {"error": {"type": event.error_type, "message": event.message}}
 

@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 
 from agent.openai_policy import OpenAIPolicy
-from browser.corpus import build_corpus, wikipedia_pages
+from browser.corpus import (
+    PYTHON_DOCS_DIR,
+    PYTHON_DOCS_URL,
+    build_corpus,
+    download_wiki_summaries,
+    folder_pages,
+    wikipedia_pages,
+)
 from browser.web import Web, WebOptions
 from service.app import create_app
 from service.metrics import Metrics
@@ -135,3 +142,18 @@ def reward_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
         max_length=96,
     )
     return train_reward_model(config, log=lambda _: None).checkpoint
+
+
+@pytest.fixture(scope="session")
+def embedded_web_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The offline web `make demo` browses: the registry's Wikipedia summaries and the
+    Debian Python docs, as `webgpt corpus build` makes it."""
+    store = tmp_path_factory.mktemp("embedded-web") / "web.sqlite"
+    build_corpus(
+        store,
+        [
+            ("wikipedia", wikipedia_pages(download_wiki_summaries())),
+            ("python-docs", folder_pages(PYTHON_DOCS_DIR, PYTHON_DOCS_URL, "python-docs")),
+        ],
+    )
+    return store

@@ -26,6 +26,7 @@ class Reference(_Model):
 class Candidate(_Model):
     episode: int
     answer: str | None
+    declined: bool = False  # the answer says the pages found do not answer; it cites nothing
     reward: float | None
     references: list[Reference]
     end_reason: str | None
@@ -44,6 +45,7 @@ class Answer(_Model):
     id: str
     question: str
     answer: str | None
+    declined: bool = False  # the answer says the pages found do not answer; it cites nothing
     references: list[Reference]
     candidates: list[Candidate]
     best: int | None

@@ -17,14 +17,6 @@ from agent.openai_policy import OpenAIPolicy
 from agent.policy import Sampling
 from agent.prompts import COMMAND_STOP, browsing_prompt
 from browser.commands import parse_command
-from browser.corpus import (
-    PYTHON_DOCS_DIR,
-    PYTHON_DOCS_URL,
-    build_corpus,
-    download_wiki_summaries,
-    folder_pages,
-    wikipedia_pages,
-)
 from browser.session import SessionConfig
 from browser.web import Web, WebOptions
 from infra.checkpoints import load_manifest
@@ -86,21 +78,6 @@ async def test_an_episode_runs_to_an_answer_that_cites_a_quote(
     assert candidate.dangling_citations == []
     assert result.versions["policy"] == DEFAULT_VERSION
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
-
-
-@pytest.fixture(scope="module")
-def embedded_web_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The offline web `make demo` browses: the registry's Wikipedia summaries and the
-    Debian Python docs, as `webgpt corpus build` makes it."""
-    store = tmp_path_factory.mktemp("embedded-web") / "web.sqlite"
-    build_corpus(
-        store,
-        [
-            ("wikipedia", wikipedia_pages(download_wiki_summaries())),
-            ("python-docs", folder_pages(PYTHON_DOCS_DIR, PYTHON_DOCS_URL, "python-docs")),
-        ],
-    )
-    return store
 
 
 async def test_the_default_policy_answers_the_demo_question(

@@ -1,0 +1,106 @@
+"""Honest declines: what the policy writes when the pages it found do not answer.
+
+A decline is an answer of one fixed shape, "The pages I found do not say <what was asked>."
+with no citation, so that it can be recognised exactly (`is_declined`), allowed by the
+answer grammar (`DECLINE_REGEX`), demonstrated by the scripted demonstrator and never
+counted as correct. Every answer result carries `declined`, and a declined answer has no
+references: it cites nothing.
+"""
+
+import re
+
+DECLINE_PREFIX = "The pages I found do not say "
+MAX_DECLINE_CHARS = 160  # what was asked, after the prefix
+# No citation and no square brackets: a decline cites nothing.
+DECLINE_REGEX = DECLINE_PREFIX + f"[^\\[\\]■\\n]{{3,{MAX_DECLINE_CHARS}}}"
+
+_AUX = re.compile(
+    r"^(?P<wh>[Ww]h\w+|[Ii]n (?:which|what) \w+"
+    r"|[Hh]ow(?: (?:many|much|long|old|far|big|tall|large)(?: \w+)?)?) "
+    r"(?P<aux>is|are|was|were|did|does|do|has|have|had|will|can) (?P<rest>.+)$"
+)
+# Past tenses of verbs asked about with "did" that do not just add -(e)d.
+_IRREGULAR_PAST = {
+    "become": "became", "begin": "began", "build": "built", "cost": "cost", "fall": "fell",
+    "fight": "fought", "bring": "brought", "choose": "chose", "eat": "ate", "rise": "rose",
+    "throw": "threw", "wear": "wore", "buy": "bought", "come": "came", "do": "did",
+    "draw": "drew", "find": "found", "fly": "flew", "get": "got", "give": "gave", "go": "went",
+    "grow": "grew", "have": "had", "hold": "held", "know": "knew", "lead": "led",
+    "leave": "left", "lose": "lost", "make": "made", "meet": "met", "pay": "paid", "run": "ran",
+    "say": "said", "see": "saw", "sell": "sold", "send": "sent", "sing": "sang",
+    "speak": "spoke", "take": "took", "teach": "taught", "tell": "told", "win": "won",
+    "write": "wrote",
+}  # fmt: skip
+# "When was X born": the last word is a participle, and the verb goes before it.
+_PARTICIPLE = re.compile(r"^(?:\w+(?:ed|en|wn)|born|built|made|held|found|led|sold|won|set)$")
+# "What does X do" / "How does X work" / "What does X mean": the verbs that end such questions.
+_DOES = {"do": "does", "work": "works", "mean": "means", "stand": "stands", "contain": "contains"}
+
+
+def is_declined(answer: str | None) -> bool:
+    """The answer says the pages did not answer, and cites nothing."""
+    return answer is not None and answer.startswith(DECLINE_PREFIX) and "[" not in answer
+
+
+def _subject_end(words: list[str]) -> int | None:
+    """Where the subject of a question's clause ends: a pronoun, or a name (capitalised
+    words, possibly after "the"); None when it is neither."""
+    if words[0].lower() in {"it", "he", "she", "they", "we", "you", "i"}:
+        return 1 if len(words) > 1 else None
+    at = 1 if words[0].lower() == "the" else 0
+    start = at
+    while at < len(words) and words[at][:1].isupper():
+        at += 1
+    return at if start < at < len(words) else None
+
+
+def _past(verb: str) -> str:
+    if verb in _IRREGULAR_PAST:
+        return _IRREGULAR_PAST[verb]
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ied"
+    return verb + "ed"
+
+
+def indirect_question(question: str) -> str:
+    """The question as a clause after "do not say": "When was Ada Lovelace born?" ->
+    "when Ada Lovelace was born"; "Who won the 2026 FIFA World Cup?" -> "who won the 2026
+    FIFA World Cup". Where the word order is unclear: "the answer to “<question>”"."""
+    text = " ".join(question.strip().rstrip("?.! ").split())
+    if not text:
+        return "the answer to the question"
+    first = text.split(" ", 1)[0]
+    match = _AUX.match(text)
+    if match is None:
+        if first.lower() in {"who", "what", "which", "whose", "how"}:  # "who won ...": subject
+            return first.lower() + text[len(first) :]
+        return f"the answer to “{text}?”"
+    wh = match["wh"][:1].lower() + match["wh"][1:]
+    aux, rest = match["aux"], match["rest"].split(" ")
+    *subject, last = rest
+    if not subject:
+        return f"{wh} {last} {aux}"
+    if aux == "did":  # "when did X die" -> "when X died": the verb follows the subject
+        verb_at = _subject_end(rest)
+        if verb_at is None:
+            return f"the answer to “{text}?”"
+        verb = rest[verb_at]
+        return " ".join([wh, *rest[:verb_at], _past(verb), *rest[verb_at + 1 :]])
+    if aux in {"does", "do"}:
+        if last in _DOES:  # "what does X do" -> "what X does"
+            return f"{wh} {' '.join(subject)} {last if aux == 'do' else _DOES[last]}"
+        return f"the answer to “{text}?”"
+    if _PARTICIPLE.match(last):  # "when was X born" -> "when X was born"
+        return f"{wh} {' '.join(subject)} {aux} {last}"
+    return f"{wh} {' '.join(rest)} {aux}"  # "what is the capital of X" -> "what ... X is"
+
+
+def decline_answer(question: str) -> str:
+    """The decline the demonstrator writes and the policy learns: a fixed prefix, then what
+    was asked as an indirect question."""
+    clause = indirect_question(question)
+    if len(clause) > MAX_DECLINE_CHARS - 1:
+        clause = "the answer to the question"
+    return f"{DECLINE_PREFIX}{clause}."

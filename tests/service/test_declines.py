@@ -1,0 +1,56 @@
+"""A declined answer is marked as such on every surface: `POST /answer` JSON, the SSE
+`final` event, the OpenAI route and the SDK; it has no references."""
+
+import json
+
+import httpx
+import openai
+from webgpt_client import Client
+
+from agent.declines import decline_answer
+from tests.agent.fake_policy import Script
+
+# The scripted policy browses to the Crow page for any question that names crows; its
+# answers are scripted, so here it declines.
+QUESTION = "Which crow won the 2031 Tour de France?"
+DECLINE = decline_answer(QUESTION)
+
+
+def test_a_decline_is_marked_everywhere_and_cites_nothing(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
+    script.answers[:] = [DECLINE] * 5 + ["Crows are corvids [1]."]  # one a request below
+    with service_url() as base:
+        body = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60).json()
+        assert body["answer"] == DECLINE and body["declined"] is True
+        assert body["references"] == [] and body["candidates"][0]["declined"] is True
+
+        with httpx.stream(
+            "POST", f"{base}/answer", json={"question": QUESTION, "stream": True}, timeout=60
+        ) as response:
+            events = [
+                json.loads(line.removeprefix("data: "))
+                for line in response.iter_lines()
+                if line.startswith("data: {")
+            ]
+        [final] = [e for e in events if e["type"] == "final"]
+        assert final["result"]["declined"] is True
+        [candidate] = [e for e in events if e["type"] == "candidate"]
+        assert candidate["declined"] is True and candidate["references"] == []
+
+        with openai.OpenAI(base_url=f"{base}/v1", api_key="-", max_retries=0) as client:
+            completion = client.chat.completions.create(
+                model="webgpt", messages=[{"role": "user", "content": QUESTION}]
+            )
+            assert completion.choices[0].message.content == DECLINE
+            assert completion.choices[0].message.model_extra["declined"] is True  # type: ignore[index]
+            chunks = list(
+                client.chat.completions.create(
+                    model="webgpt", messages=[{"role": "user", "content": QUESTION}], stream=True
+                )
+            )
+            assert chunks[-1].model_extra["declined"] is True  # type: ignore[index]
+
+        with Client(base) as sdk:
+            result = sdk.answer(QUESTION)
+            assert result.declined and result.references == []
+            answered = sdk.answer("crow corvus")  # the next scripted answer cites its quote
+            assert not answered.declined and answered.references
