@@ -27,6 +27,9 @@ MAX_LINK_CHOICES = 300
 # most = 560 < EpisodeConfig.answer_max_tokens, so the first citation always fits.
 FIRST_CITATION_CHARS = 140
 SENTENCE_CHARS = 220  # text between two citations
+# ... and at least this much: with none, a small policy under guided decoding repeats
+# ". [1]" up to MAX_CITATIONS times (seen with webgpt-bc-135m-v5 on long-form questions).
+MIN_SENTENCE_CHARS = 6
 MAX_CITATIONS = 8
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 
@@ -132,5 +135,5 @@ def answer_regex(quote_count: int) -> str:
     cite = _alternatives([f"\\[{n}\\]" for n in range(1, quote_count + 1)])
     text = "[^\\[\\]■\\n]"
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
-    more = f"({text}{{0,{SENTENCE_CHARS}}}{cite}){{0,{MAX_CITATIONS - 1}}}"
+    more = f"({text}{{{MIN_SENTENCE_CHARS},{SENTENCE_CHARS}}}{cite}){{0,{MAX_CITATIONS - 1}}}"
     return f"({first}{cite}{more}{text}{{0,150}}|{DECLINE_REGEX})"

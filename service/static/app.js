@@ -139,6 +139,10 @@ function showAnswer(result) {
   answer.replaceChildren();
   if (result.answer) answer.append(citedText(result.answer, result.references.length, "ref-"));
   else answer.textContent = "No answer: browsing ended without one.";
+  // A decline says the pages found do not answer; it cites nothing, so say so plainly.
+  if (result.declined) {
+    answer.append(element("p", "Declined: the pages it found do not answer the question.", "muted"));
+  }
   referenceList($("references"), result.references, "ref-");
   $("rate-these").hidden = result.candidates.filter((c) => c.answer).length < 2;
   $("result").hidden = false;

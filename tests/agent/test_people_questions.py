@@ -54,6 +54,8 @@ def test_a_decline_cites_nothing_and_a_cited_answer_is_no_decline() -> None:
     assert not is_declined(f"{DECLINE_PREFIX}much, but Skopje is the capital [1].")
     assert not is_declined("Skopje [1].") and not is_declined(None)
     assert not re.fullmatch(answer_regex(2), f"{DECLINE_PREFIX}who won [3].")
+    # no run of bare citations: a small policy under guided decoding loops on ". [1]"
+    assert not re.fullmatch(answer_regex(1), "Madagascar is an island [1]. [1]. [1].")
 
 
 def test_relations_are_asked_from_any_sentence_of_a_summary() -> None:
