@@ -1024,6 +1024,9 @@ def load_questions(path: Path, split: str | None = None) -> list[Question]:
     for number, line in jsonl_lines(path):
         try:
             row = json.loads(line)
+            meta = row.get("meta") if isinstance(row, dict) else None
+            if isinstance(meta, dict) and "kind" not in row and "kind" in meta:
+                row["kind"] = meta["kind"]  # a demonstration records its question's kind
             question = Question.model_validate(row)
         except (ValueError, ValidationError) as error:
             raise DataError(f"{path}:{number}: not a question with gold answers: {error}") from None

@@ -3,11 +3,12 @@ honest declines, and their figures in `webgpt eval`."""
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 
 from agent.declines import DECLINE_PREFIX, decline_answer, indirect_question, is_declined
-from agent.demonstrations import replay
+from agent.demonstrations import replay, write_demonstrations
 from agent.episode import EpisodeConfig
 from agent.evaluate import evaluate_policy, key_point_coverage, sentence_count
 from agent.grammar import FIRST_CITATION_CHARS, answer_regex
@@ -16,6 +17,7 @@ from agent.openai_policy import OpenAIPolicy
 from agent.questions import (
     Question,
     generate_questions,
+    load_questions,
     relation_questions,
     unanswerable_questions,
     unnamed_subject_questions,
@@ -127,7 +129,7 @@ def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
 
 
 async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothing_answers(
-    learning_web: Web,
+    learning_web: Web, tmp_path: Path
 ) -> None:
     assert learning_web.offline is not None
     questions = list(generate_questions(learning_web.offline, per_page=5, seed=0))
@@ -136,12 +138,14 @@ async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothin
     longform = [q for q in questions if q.kind == "longform"]
     declines = [q for q in questions if q.kind == "unanswerable"]
     made_longform = made_decline = 0
+    demos = []
     for question in longform + declines:
         demo = await demonstrate(
             question, learning_web.session(config=SessionConfig(max_actions=20)), rng
         )
         if demo is None:
             continue
+        demos.append(demo)
         assert demo.answer is not None
         assert re.fullmatch(answer_regex(len(demo.quotes)), demo.answer)
         assert await replay(demo, learning_web.session()) == []
@@ -154,6 +158,10 @@ async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothin
             made_decline += 1
             assert is_declined(demo.answer) and demo.gold_answers == []
     assert made_longform >= 2 and made_decline >= 2
+    # a demonstrations file is a question file too: each row keeps its question's kind
+    path = tmp_path / "demos.jsonl"
+    write_demonstrations(path, demos)
+    assert {q.kind for q in load_questions(path)} == {"longform", "unanswerable"}
 
 
 def test_generated_sets_mix_the_kinds() -> None:
