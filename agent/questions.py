@@ -372,7 +372,7 @@ RELATIONS = (
         re.compile(
             r"\b(?P<verb>founded|established|built|completed|discovered|invented|"
             r"published|released|formed|signed|launched|opened|introduced|premiered|"
-            r"founded|adopted|first described)\b[^.]{0,40}?\bin (?P<x>\d{3,4})\b"
+            r"adopted|first described)\b[^.]{0,40}?\bin (?P<x>\d{3,4})\b"
         ),
         (
             "In what year was {s} {verb}?",
@@ -480,7 +480,7 @@ RELATIONS = (
             "roughly what {dim} does {s} have",
         ),
         "x",
-        "{S} has a {dim} of {x}",
+        "The {dim} of {s} is {x}",
     ),
     Relation(
         "share",
@@ -516,13 +516,7 @@ RELATIONS = (
         "The official language of {s} is {x}",
     ),
 )
-_ACTIVE_VERBS = {
-    "written": "wrote",
-    "led": "led",
-    "built": "built",
-    "written and directed": "wrote and directed",
-    "first described": "first described",
-}
+_ACTIVE_VERBS = {"written": "wrote", "written and directed": "wrote and directed"}
 _ADJECTIVE = {
     "width": "wide",
     "length": "long",
