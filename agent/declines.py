@@ -10,9 +10,10 @@ references: it cites nothing.
 import re
 
 DECLINE_PREFIX = "The pages I found do not say "
-MAX_DECLINE_CHARS = 160  # what was asked, after the prefix
-# No citation and no square brackets: a decline cites nothing.
-DECLINE_REGEX = DECLINE_PREFIX + f"[^\\[\\]■\\n]{{3,{MAX_DECLINE_CHARS}}}"
+MAX_DECLINE_CHARS = 160  # what was asked, after the prefix, in a demonstrated decline
+# No citation and no square brackets: a decline cites nothing. Unbounded, as a bounded run
+# costs the engine a state per character (agent.grammar); max_tokens ends it.
+DECLINE_REGEX = DECLINE_PREFIX + "[^\\[\\]■\\n]{3,}"
 
 _AUX = re.compile(
     r"^(?P<wh>[Ww]h\w+|[Ii]n (?:which|what) \w+"

@@ -24,11 +24,14 @@ MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
 MAX_LINK_CHOICES = 300
 # A long-form answer's first sentence cites its quote at its end: x 4 tokens a character at
-# most = 560 < EpisodeConfig.answer_max_tokens, so the first citation always fits.
+# most = 560 < EpisodeConfig.answer_max_tokens, so the first citation always fits. This is
+# the grammars' one bounded run of free text. The engine compiles a bounded run into one
+# state per character, each with its token mask (~10 ms a state on this CPU, per grammar,
+# and a browsing grammar is new at every step); every other free text is unbounded and
+# kept short by max_tokens (benchmarks/grammar_bench.py, docs/benchmarks.md).
 FIRST_CITATION_CHARS = 140
-SENTENCE_CHARS = 220  # text between two citations
-# ... and at least this much: with none, a small policy under guided decoding repeats
-# ". [1]" up to MAX_CITATIONS times (seen with webgpt-bc-135m-v5 on long-form questions).
+# Text between two citations is at least this long: with none, a small policy under guided
+# decoding repeats ". [1]" up to MAX_CITATIONS times (seen with webgpt-bc-135m-v5).
 MIN_SENTENCE_CHARS = 6
 MAX_CITATIONS = 8
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
@@ -84,7 +87,7 @@ def browsing_regex(
     link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
     quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
     click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
-    search = r"Search [^\n]{1,100}"
+    search = r"Search [^\n]+"
     left = session.actions_left
     if force_finish and session.quotes and left <= 1:
         return "End: Answer"
@@ -96,7 +99,7 @@ def browsing_regex(
     if link_ids:
         options.append(click)
     if session.page.lines:
-        options += [r"Find in page: [^\n]{1,60}", "Scrolled (down|up) [123]", "Top"]
+        options += [r"Find in page: [^\n]+", "Scrolled (down|up) [123]", "Top"]
     if quotes:
         options.append(quote)
     if session.can_go_back:
@@ -111,7 +114,7 @@ def browsing_regex(
 def _question_search(question: str) -> str:
     words = list(dict.fromkeys(w for w in _WORD.findall(question) if len(w) > 2))[:30]
     if not words:
-        return r"Search [^\n]{1,100}"
+        return r"Search [^\n]+"
     word = _alternatives([_literal(w) for w in words])
     return f"Search {word}( {word}){{0,7}}"
 
@@ -135,5 +138,5 @@ def answer_regex(quote_count: int) -> str:
     cite = _alternatives([f"\\[{n}\\]" for n in range(1, quote_count + 1)])
     text = "[^\\[\\]■\\n]"
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
-    more = f"({text}{{{MIN_SENTENCE_CHARS},{SENTENCE_CHARS}}}{cite}){{0,{MAX_CITATIONS - 1}}}"
-    return f"({first}{cite}{more}{text}{{0,150}}|{DECLINE_REGEX})"
+    more = f"({text}{{{MIN_SENTENCE_CHARS},}}{cite}){{0,{MAX_CITATIONS - 1}}}"
+    return f"({first}{cite}{more}{text}*|{DECLINE_REGEX})"

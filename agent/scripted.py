@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from agent.declines import decline_answer
 from agent.demonstrations import Demonstration, Recorder
-from agent.grammar import FIRST_CITATION_CHARS, SENTENCE_CHARS, answer_regex, quote_choices
+from agent.grammar import FIRST_CITATION_CHARS, answer_regex, quote_choices
 from agent.questions import Question, contains_gold, normalize
 from browser.session import BrowserSession
 
@@ -82,6 +82,9 @@ _STOPWORDS = frozenset(
 )
 _WORD = re.compile(r"[\w.'-]+")
 DETOURS = ("wrong_result", "missed_search", "scroll")
+# A demonstrated long-form sentence after the first is at most this long (the first must
+# cite within grammar.FIRST_CITATION_CHARS): answers a reader takes in at a glance.
+SENTENCE_CHARS = 220
 
 
 @dataclass(frozen=True)

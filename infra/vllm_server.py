@@ -44,8 +44,8 @@ class ServerConfig:
     max_model_len: int = 4096
     kv_cache_gib: int = 2  # CPU build only (VLLM_CPU_KVCACHE_SPACE)
     # CPU build only (VLLM_CPU_OMP_THREADS_BIND). "auto" pins the worker's OpenMP threads to
-    # all cores but one; a second process on "auto" pins to the same cores and the two
-    # spin against each other, so a process started beside a serving one uses "nobind".
+    # all cores but one (left to the front end); a process started beside a serving one is
+    # bound to cores the serving worker does not use (service.policies.spare_cpu).
     cpu_bind: str = field(
         default_factory=lambda: os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
     )
@@ -96,6 +96,9 @@ class ServerConfig:
             "VLLM_CPU_OMP_THREADS_BIND": self.cpu_bind,
         }
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        # Only this project's grammars reach the server; the default 5 s compile limit (a
+        # guard against hostile regexes) failed an answer grammar on a starved core.
+        env.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "60")
         if self.runtime_lora:
             env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
         return env

@@ -22,6 +22,8 @@ guided command is accepted by the browser and the answer cites the quotes it col
 """
 
 import asyncio
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -154,18 +156,29 @@ class Launcher(Protocol):
         ...
 
 
+def spare_cpu() -> str:
+    """The CPU that vLLM's "auto" binding leaves to the serving server's front end (the
+    highest-numbered one this process may run on), for a server started beside it. Its
+    worker threads must not share the serving worker's cores: two OpenMP pools on one core
+    wait on each other at every barrier, and a canary on a "nobind" second server ran at
+    0.4 tokens/s and timed out (docs/deploy.md)."""
+    return str(max(os.sched_getaffinity(0)))
+
+
 @dataclass
 class VLLMLauncher:
-    """One local vLLM process per full-weight version, on a free loopback port."""
+    """One local vLLM process per full-weight version, on a free loopback port.
+
+    cpu_bind (CPU build only; no effect on a GPU) is the cores the new process's OpenMP
+    threads are bound to, beside the serving one: by default the spare CPU (spare_cpu)."""
 
     start_timeout_s: float = 900.0
+    cpu_bind: str = field(default_factory=spare_cpu)
     running: dict[str, RunningServer] = field(default_factory=dict)
 
     async def start(self, folder: Path, version: str) -> str:
-        # Started beside the serving process: its threads float rather than pin onto the
-        # cores the serving one is pinned to (CPU build; no effect on a GPU).
         config = ServerConfig(
-            model_dir=folder, served_name=version, port=free_port(), cpu_bind="nobind"
+            model_dir=folder, served_name=version, port=free_port(), cpu_bind=self.cpu_bind
         )
         log_event("policy_process_starting", version, config.url)
         running = await asyncio.to_thread(
@@ -228,7 +241,7 @@ class PolicyVersions:
             else:
                 await self.server.unload(policy.name)
         except (ConfigurationError, OSError) as error:
-            log_event("policy_unload_failed", policy.name, str(error))
+            log_event("policy_unload_failed", policy.name, str(error), logging.WARNING)
 
     async def aclose(self) -> None:
         if self.launcher is not None:

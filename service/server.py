@@ -13,7 +13,7 @@ from infra.checkpoints import load_manifest
 from infra.vllm_server import print_progress, start_lora_server
 from service.app import create_app
 from service.metrics import Metrics
-from service.policies import LoRAServer, PolicyVersions, VLLMLauncher
+from service.policies import LoRAServer, PolicyVersions, VLLMLauncher, spare_cpu
 from service.scoring import build_scorer
 from service.serving import AnswerService
 from service.settings import ServiceSettings
@@ -73,7 +73,7 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
         web,
         settings.policy_canaries,
         running,
-        VLLMLauncher(),
+        VLLMLauncher(cpu_bind=settings.policy_launch_cpus or spare_cpu()),
     )
 
 

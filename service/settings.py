@@ -42,6 +42,10 @@ class ServiceSettings(Settings):
     # build pays for this rank on every prompt token, whatever the adapter's rank: 64
     # made a 1,500-token prefill 104 s here, 16 (what `webgpt train` writes) 31 s.
     policy_max_lora_rank: Literal[8, 16, 32, 64, 128, 256] = 16
+    # CPU build: the cores (VLLM_CPU_OMP_THREADS_BIND syntax, "1" or "8-15") of the second
+    # vLLM a full-weight version is started in beside the serving one; never the serving
+    # worker's cores. None: the one CPU the serving worker leaves free (spare_cpu).
+    policy_launch_cpus: str | None = None
     # Questions a new version must answer (cited, no refused command) before it serves.
     policy_canaries: list[str] = Field(
         default_factory=lambda: ["Who wrote the novel Pride and Prejudice?"]

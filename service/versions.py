@@ -111,7 +111,9 @@ async def follow_alias(
                 failed.pop(target, None)
             except Exception as error:  # any failure: keep serving the version loaded
                 outcome = reload_outcome(error)
-                log_event(f"{kind}_reload_refused", str(target), f"{outcome}: {error}")
+                log_event(
+                    f"{kind}_reload_refused", str(target), f"{outcome}: {error}", logging.WARNING
+                )
                 failed[target] = loop.time()
                 on_reload(outcome)
         if interval_s <= 0 and slot.current is not None:
@@ -136,6 +138,7 @@ async def _swap(
     on_reload("loaded")
 
 
-def log_event(event: str, checkpoint: str, detail: str) -> None:
-    """One JSON line per reload event; checkpoint is a folder or a version name."""
-    logger.info(json.dumps({"event": event, "checkpoint": checkpoint, "detail": detail}))
+def log_event(event: str, checkpoint: str, detail: str, level: int = logging.INFO) -> None:
+    """One JSON line per reload event; checkpoint is a folder or a version name. A version
+    refused or a failed unload is a warning: the operator asked for something not done."""
+    logger.log(level, json.dumps({"event": event, "checkpoint": checkpoint, "detail": detail}))

@@ -82,7 +82,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
 
 
 async def test_grammar_on_a_real_page(web: Web) -> None:
-    from agent.grammar import answer_regex, browsing_regex
+    from agent.grammar import FIRST_CITATION_CHARS, answer_regex, browsing_regex
 
     session = web.session(config=SessionConfig(max_actions=7))
     session.reset("q")
@@ -116,6 +116,13 @@ async def test_grammar_on_a_real_page(web: Web) -> None:
     await session.step("Top")
     await session.step("Top")
     assert browsing_regex(session) == "End: Answer"  # the last action ends with an answer
+    # The engine compiles a character class bounded to n into n states, each with its token
+    # mask (~1 s for the old {1,100} query at every step): free text is unbounded, but for
+    # the answer's first citation (agent.grammar).
+    bounded_text = re.compile(r"\]\{\d+,(\d+)\}")
+    for grammar in (empty, forced_search, on_results, on_page, forced):
+        assert bounded_text.findall(grammar) == [], grammar
+    assert bounded_text.findall(answer_regex(3)) == [str(FIRST_CITATION_CHARS)]
     assert re.fullmatch(answer_regex(2), "Crows are birds [1] and ravens too [2].")
     assert not re.fullmatch(answer_regex(2), "No citation at all, just prose.")
     assert not re.fullmatch(answer_regex(2), "Dangling citation here [3].")
