@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 POLICY_HELP = (
     "`default` (the trained default), `base` (the untrained base), a checkpoint folder "
-    "(served by a local vLLM for the run), or URL,MODEL of a running OpenAI-compatible "
+    "(full weights, or a LoRA adapter merged into its base first; served by a local vLLM "
+    "for the run), or URL,MODEL of a running OpenAI-compatible "
     "server (default: `default`)"
 )
 
@@ -474,14 +475,19 @@ async def serving(
 ) -> AsyncIterator[OpenAIPolicy]:
     """A client of target's policy; a checkpoint folder is served by a local vLLM (started
     here, stopped on exit)."""
+    from agent.model import merged_adapter
+    from agent.registry import is_adapter
     from infra.vllm_server import DEFAULT_PORT, ServerConfig, start, stop
 
     running = None
     url, model = target.url, target.model
     if target.folder is not None:
-        print_progress(f"starting vLLM for {target.folder} (first start compiles: minutes)")
+        folder = target.folder
+        if is_adapter(folder):  # served merged: vLLM's CPU LoRA ops cost ~4x a prefill
+            folder = merged_adapter(folder, print_progress)
+        print_progress(f"starting vLLM for {folder} (first start compiles: minutes)")
         running = start(
-            ServerConfig(model_dir=target.folder, served_name=target.label, port=DEFAULT_PORT + 10),
+            ServerConfig(model_dir=folder, served_name=target.label, port=DEFAULT_PORT + 10),
             print_progress,
             record=False,
         )

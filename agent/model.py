@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agent.errors import ModelError
 from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import discard, load_manifest, publish
+from infra.checkpoints import Manifest, discard, load_manifest, publish
 from infra.errors import CheckpointError
 from infra.packages import file_from_package
 from infra.settings import webgpt_home
@@ -89,33 +89,69 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
     if _existing(target):
         return target
     base = prepare_base_model(progress)
+    adapter = _adapter_manifest(SHIPPED_ADAPTER)
+    _merge_and_publish(base, SHIPPED_ADAPTER, adapter, target, progress)
+    return target
+
+
+def merged_adapter(adapter: Path, progress: Progress = lambda _: None) -> Path:
+    """A LoRA adapter checkpoint merged into its base (a registry version), for a vLLM server
+    that serves it as plain weights, as `webgpt eval --policy ADAPTER_FOLDER` does. Merged
+    once, then kept under $WEBGPT_HOME/merged/ by the adapter's weights digest."""
+    manifest = _adapter_manifest(adapter)
+    if manifest.base_model == BASE_VERSION:
+        base = prepare_base_model(progress)
+    else:
+        base = policy_dir(manifest.base_model)
+        if not _existing(base):
+            raise ModelError(
+                f"{adapter} was trained on {manifest.base_model!r}, which is not in the "
+                f"registry ({base}): publish that base first"
+            )
+    digest = manifest.files["adapter_model.safetensors"][:16]
+    target = webgpt_home() / "merged" / f"{manifest.version}-{digest}"
+    if _existing(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _merge_and_publish(base, adapter, manifest, target, progress)
+    return target
+
+
+def _adapter_manifest(adapter: Path) -> Manifest:
+    """The manifest of an intact adapter trained on this build's observation format."""
     try:
-        adapter = load_manifest(SHIPPED_ADAPTER, verify=True)
+        manifest = load_manifest(adapter, verify=True)
     except CheckpointError as error:
-        raise ModelError(f"the shipped adapter is damaged: {error}") from error
-    if adapter.observation_format_version != OBSERVATION_FORMAT_VERSION:
+        raise ModelError(f"the adapter {adapter} is damaged: {error}") from error
+    if manifest.observation_format_version != OBSERVATION_FORMAT_VERSION:
         raise ModelError(
-            f"the shipped adapter was trained on observation format "
-            f"{adapter.observation_format_version}; this build speaks {OBSERVATION_FORMAT_VERSION}"
+            f"{adapter} was trained on observation format {manifest.observation_format_version}; "
+            f"this build speaks {OBSERVATION_FORMAT_VERSION}"
         )
-    staging = Path(tempfile.mkdtemp(prefix=f".{DEFAULT_VERSION}-", dir=target.parent))
+    return manifest
+
+
+def _merge_and_publish(
+    base: Path, adapter: Path, manifest: Manifest, target: Path, progress: Progress
+) -> None:
+    """Merge adapter into base and publish the weights at target under the adapter's version."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.version}-", dir=target.parent))
     try:
-        progress(f"merging the behavior-cloned adapter {DEFAULT_VERSION} into {BASE_VERSION}")
-        merge_adapter(base, SHIPPED_ADAPTER, staging)
+        progress(f"merging the adapter {manifest.version} into {manifest.base_model}")
+        merge_adapter(base, adapter, staging)
         publish(
             staging,
             target,
             kind="policy",
-            version=DEFAULT_VERSION,
-            base_model=BASE_VERSION,
-            observation_format_version=OBSERVATION_FORMAT_VERSION,
-            metrics={**adapter.metrics, "adapter_files": adapter.files},
+            version=manifest.version,
+            base_model=manifest.base_model,
+            observation_format_version=manifest.observation_format_version,
+            metrics={**manifest.metrics, "adapter_files": manifest.files},
         )
     except BaseException:
         discard(staging)
         raise
     progress(f"ready: {target}")
-    return target
 
 
 def merge_adapter(base: Path, adapter: Path, out: Path) -> None:

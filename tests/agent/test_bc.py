@@ -184,3 +184,50 @@ async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path)
     prompt_length = len(tokenizer(example.prompt)["input_ids"])
     assert row["labels"][:prompt_length] == [-100] * prompt_length
     assert tokenizer.decode(row["labels"][prompt_length:]) == example.completion
+
+
+async def test_an_adapter_is_merged_into_its_registry_base_for_serving(
+    learning_web: Web, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`webgpt eval --policy ADAPTER` serves the adapter merged into its base: the merged
+    weights compute what base + adapter compute, made once and then reused."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agent.errors import ModelError
+    from agent.model import merged_adapter, policy_dir
+    from agent.registry import PolicyRegistry
+
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos[:2])
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    config = BCTrainConfig(
+        demonstrations=[demo_file], base=base, base_version="tiny", out=tmp_path / "registry",
+        version="bc-1", epochs=1, batch_size=1, learning_rate=1e-2, lora_rank=4,
+        validation_fraction=0.0, validity_prompts=0,
+    )  # fmt: skip
+    adapter = train_bc(config, log=lambda _: None).checkpoint
+    with pytest.raises(ModelError, match="not in the registry"):
+        merged_adapter(adapter)
+    PolicyRegistry(policy_dir("tiny").parent).publish(base, "tiny", base_model="tiny")
+
+    merged = merged_adapter(adapter)
+    assert load_manifest(merged, verify=True).version == "bc-1"
+    assert merged_adapter(adapter) == merged  # made once
+    tokens = AutoTokenizer.from_pretrained(merged)(texts[0][:200], return_tensors="pt")
+
+    def logits(folder: Path, adapter: Path | None = None) -> torch.Tensor:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
+        if adapter is not None:
+            model = PeftModel.from_pretrained(model, adapter)
+        with torch.no_grad():
+            return model(**tokens).logits.float()
+
+    served, expected = logits(merged), logits(policy_dir("tiny"), adapter)
+    # bf16 weights, rounded once when merged: close, not bit-equal
+    assert torch.allclose(served, expected, atol=0.1)
+    assert not torch.allclose(served, logits(base), atol=0.1)  # the adapter is in
