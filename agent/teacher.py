@@ -1,12 +1,15 @@
-"""Demonstrations from a teacher model: a (large) policy behind any OpenAI-compatible
-endpoint drives our environment; only episodes that end with a cited answer containing a
-gold answer, every citation faithful, are kept (rejection sampling)."""
+"""Demonstrations from a teacher model: a policy behind any OpenAI-compatible endpoint
+drives our environment, and only episodes that end the way their question's kind asks for
+are kept (rejection sampling; `worth_learning`). The teacher may be a larger model, or the
+current policy itself sampled at a temperature: expert iteration, which adds the policy's
+own successes to the next BC run (docs/training.md)."""
 
 import hashlib
 
+from agent.declines import is_declined
 from agent.demonstrations import Demonstration, DemoQuote, DemoStep, SessionLimits
-from agent.episode import EpisodeConfig, run_episode
-from agent.evaluate import cited_numbers
+from agent.episode import EpisodeConfig, EpisodeResult, run_episode
+from agent.evaluate import cited_numbers, sentence_count
 from agent.policy import Policy
 from agent.questions import Question, contains_gold
 from browser.session import SessionConfig
@@ -22,7 +25,7 @@ async def teacher_demonstration(
     temperature: float = 0.8,
     session: SessionConfig | None = None,
 ) -> Demonstration | None:
-    """The first of `attempts` teacher episodes that answers right, or None."""
+    """The first of `attempts` teacher episodes worth learning from, or None."""
     config = session or SessionConfig(max_actions=20)
     for attempt in range(attempts):
         browser = web.session(config=config)
@@ -30,9 +33,7 @@ async def teacher_demonstration(
             0, browser, teacher, question.question, EpisodeConfig(temperature=temperature)
         )
         answer = result.answer
-        if not answer or not contains_gold(answer, question.gold_answers):
-            continue
-        if not cited_numbers(answer, result.references) or result.dangling_citations:
+        if answer is None or not browser.quotes or not worth_learning(question, result):
             continue
         quotes = [DemoQuote.of(q) for q in browser.quotes]
         return Demonstration(
@@ -47,6 +48,24 @@ async def teacher_demonstration(
             gold_answers=question.gold_answers,
             gold_url=question.url,
             split=question.split,
-            meta={"teacher": teacher.name, "attempt": attempt + 1},
+            meta={"teacher": teacher.name, "attempt": attempt + 1, "kind": question.kind},
         )
     return None
+
+
+def worth_learning(question: Question, result: EpisodeResult) -> bool:
+    """The episode ends as its question's kind asks, every citation naming a quote it
+    collected: a factoid with a cited answer that states a gold answer; a long-form
+    question in WebGPT's style (two sentences or more, citing two quotes or more); an
+    unanswerable one with a decline. A decline of an answerable question is never kept."""
+    answer = result.answer
+    if not answer:
+        return False
+    if is_declined(answer):
+        return question.kind == "unanswerable"
+    cited = set(cited_numbers(answer, result.references))
+    if question.kind == "unanswerable" or not cited or result.dangling_citations:
+        return False
+    if question.kind == "longform":
+        return sentence_count(answer) >= 2 and len(cited) >= 2
+    return contains_gold(answer, question.gold_answers)

@@ -126,6 +126,40 @@ async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web)
     assert await replay(demo, learning_web.session()) == []
 
 
+def test_an_episode_is_worth_learning_when_it_ends_as_its_kind_asks() -> None:
+    """Expert iteration keeps right factoids, long-form answers in WebGPT's style and
+    declines of unanswerable questions; nothing else."""
+    from agent.episode import EpisodeResult
+    from agent.questions import Question
+    from agent.teacher import worth_learning
+    from agent.trace import Reference
+
+    refs = [
+        Reference(n=n, title="Crow", url="https://x/", domain="x", extract="...") for n in (1, 2)
+    ]
+    factoid = Question(question="Which genus are crows?", gold_answers=["Corvus"])
+    longform = Question(question="Why are crows clever?", kind="longform")
+    unanswerable = Question(question="Who won the 2030 World Cup?", kind="unanswerable")
+    decline = "The pages I found do not say who won the 2030 World Cup."
+    two = "Crows are corvids [1]. They use tools [2]."
+    cases = [
+        (factoid, "Crows are of the genus Corvus [1].", refs, [], True),
+        (factoid, "Crows are birds [1].", refs, [], False),  # no gold answer
+        (factoid, "Crows are of the genus Corvus.", refs, [], False),  # cites nothing
+        (factoid, "Crows are of the genus Corvus [1].", refs, [3], False),  # cited [3] too
+        (factoid, decline, [], [], False),  # an answerable question declined
+        (longform, two, refs, [], True),
+        (longform, "Crows are corvids [1] and use tools [1].", refs, [], False),  # one quote
+        (longform, "Crows are corvids [1][2].", refs, [], False),  # one sentence
+        (unanswerable, decline, [], [], True),
+        (unanswerable, "Brazil won the 2030 World Cup [1].", refs, [], False),  # invented
+        (unanswerable, None, [], [], False),
+    ]
+    for question, answer, references, dangling, kept in cases:
+        result = EpisodeResult(0, answer, references, "answered", dangling_citations=dangling)
+        assert worth_learning(question, result) is kept, (question.kind, answer)
+
+
 def test_demos_cli_rejects_bad_input_clearly(learning_store: Path, tmp_path: Path) -> None:
     bad_split = webgpt(
         "demos", "generate", "--scripted", "--out", str(tmp_path / "d.jsonl"),
