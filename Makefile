@@ -39,6 +39,7 @@ goldens:
 bench: corpus
 	$(VENV)/python benchmarks/browser_bench.py
 	$(VENV)/python benchmarks/agent_bench.py
+	$(VENV)/python benchmarks/grammar_bench.py
 	$(VENV)/python benchmarks/reward_bench.py
 	$(VENV)/python benchmarks/service_bench.py
 	$(VENV)/python benchmarks/bc_bench.py

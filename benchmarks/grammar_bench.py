@@ -24,7 +24,7 @@ from browser.session import SessionConfig
 from browser.web import Web, WebOptions
 
 TEXT = "[^\\[\\]■\\n]"
-# The answer grammar's free-text runs as they were bounded before (commit 5d2497b and after).
+# The free-text runs as they were bounded before (commit 12d71b0).
 BOUNDED_BEFORE = {
     "Search [^\\n]+": "Search [^\\n]{1,100}",
     "Find in page: [^\\n]+": "Find in page: [^\\n]{1,60}",
