@@ -43,6 +43,15 @@ def is_declined(answer: str | None) -> bool:
     return answer is not None and answer.startswith(DECLINE_PREFIX) and "[" not in answer
 
 
+def uncited_decline(answer: str) -> str:
+    """A decline that cites quotes anyway ("The pages I found do not say X [1]."; the
+    grammar's cited branch admits the prefix too) as a decline: what the pages do not say
+    has no source, so its citations go."""
+    if not answer.startswith(DECLINE_PREFIX):
+        return answer
+    return re.sub(r"\s*\[\d+\]", "", answer).strip()
+
+
 def _subject_end(words: list[str]) -> int | None:
     """Where the subject of a question's clause ends: a pronoun, or a name (capitalised
     words, possibly after "the"); None when it is neither."""

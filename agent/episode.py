@@ -5,7 +5,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent.declines import is_declined
+from agent.declines import is_declined, uncited_decline
 from agent.grammar import answer_regex, browsing_regex, with_stop
 from agent.policy import Policy, Sampling, Usage
 from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
@@ -158,7 +158,7 @@ async def run_episode(
                 await emit(AnswerDeltaEvent(episode=episode, text=chunk.text))
         result.timings.policy_s += time.perf_counter() - clock
         answer, result.dangling_citations = check_citations(
-            "".join(parts).strip(), len(session.quotes)
+            uncited_decline("".join(parts).strip()), len(session.quotes)
         )
         result.answer = answer
         if is_declined(answer):  # it cites nothing, so it has no references

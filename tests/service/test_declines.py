@@ -54,3 +54,12 @@ def test_a_decline_is_marked_everywhere_and_cites_nothing(service_url, script: S
             assert result.declined and result.references == []
             answered = sdk.answer("crow corvus")  # the next scripted answer cites its quote
             assert not answered.declined and answered.references
+
+
+def test_a_decline_that_cites_a_quote_anyway_is_a_decline(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
+    """The answer grammar's cited branch admits the decline's words too (seen: "The pages I
+    found do not say what the capital of Malawi is [1]."): it is served as a decline."""
+    script.answers[:] = [DECLINE.removesuffix(".") + " [1]."]
+    with service_url() as base:
+        body = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60).json()
+    assert body["answer"] == DECLINE and body["declined"] is True and body["references"] == []
