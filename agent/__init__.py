@@ -1,1 +1,2 @@
-"""The browsing agent: policy clients, episodes, best-of-n and trainers (issue #3)."""
+"""The runtime agent, what serving runs: policy clients, prompts, the grammar of guided
+decoding, episodes, answers (with best-of-n), declines and the policy registry."""

@@ -13,14 +13,14 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
-from agent.errors import AgentError, ConfigurationError, PolicyError
-from agent.policy import Policy, Usage
-from agent.trace import CandidateEvent, EpisodeErrorEvent, Reference
-from browser.loader import PageCache
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from browser.session import SessionConfig
-from browser.web import Web
+from webgpt.agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
+from webgpt.agent.errors import AgentError, ConfigurationError, PolicyError
+from webgpt.agent.policy import Policy, Usage
+from webgpt.agent.trace import CandidateEvent, EpisodeErrorEvent, Reference
+from webgpt.browser.loader import PageCache
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
 
 
 @dataclass(frozen=True)

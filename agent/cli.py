@@ -5,21 +5,28 @@ import asyncio
 import time
 from pathlib import Path
 
-from agent.answer import Agent, AnswerResult, Scorer
-from agent.episode import EpisodeConfig
-from agent.errors import ConfigurationError
-from agent.model import (
+from webgpt.agent.answer import Agent, AnswerResult, Scorer
+from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.model import (
     DEFAULT_VERSION,
     default_policy_server,
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
 )
-from agent.openai_policy import OpenAIPolicy
-from agent.registry import PolicyRegistry, describe
-from browser.session import SessionConfig
-from browser.web import ENGINES, Web, WebOptions
-from infra.vllm_server import DEFAULT_PORT, ServerConfig, find_running, print_progress, start, stop
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.registry import PolicyRegistry, describe
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import ENGINES, Web, WebOptions
+from webgpt.infra.vllm_server import (
+    DEFAULT_PORT,
+    ServerConfig,
+    find_running,
+    print_progress,
+    start,
+    stop,
+)
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -164,7 +171,7 @@ def _answer(args: argparse.Namespace) -> int:
 def _load_scorer(folder: Path | None, url: str | None) -> Scorer | None:
     if folder is None:
         return None
-    from reward.factory import open_scorer
+    from webgpt.reward.factory import open_scorer
 
     return open_scorer(folder, url)
 

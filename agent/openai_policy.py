@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 
-from agent.errors import PolicyError, PolicyResponseError, PolicyTimeout, PolicyUnavailable
-from agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
-from infra.pools import SpreadTransport
-from infra.retry import RetryPolicy, retry_after
+from webgpt.agent.errors import PolicyError, PolicyResponseError, PolicyTimeout, PolicyUnavailable
+from webgpt.agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+from webgpt.infra.pools import SpreadTransport
+from webgpt.infra.retry import RetryPolicy, retry_after
 
 logger = logging.getLogger(__name__)
 

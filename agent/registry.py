@@ -18,9 +18,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.errors import ConfigurationError
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import (
+from webgpt.agent.errors import ConfigurationError
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.infra.checkpoints import (
     MANIFEST,
     Manifest,
     alias_target,
@@ -30,7 +30,7 @@ from infra.checkpoints import (
     point_alias,
     publish,
 )
-from infra.errors import IncompatibleCheckpoint
+from webgpt.infra.errors import IncompatibleCheckpoint
 
 CURRENT = "current"
 PREVIOUS = "previous"

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from browser.events import BrowserEvent
+from webgpt.browser.events import BrowserEvent
 
 
 class _Event(BaseModel):

@@ -18,14 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.servers
 
-from agent.episode import EpisodeConfig, EpisodeResult, run_episode
-from agent.model import DEFAULT_VERSION, prepare_default_model
-from agent.openai_policy import OpenAIPolicy
-from browser.loader import PageCache
-from browser.session import SessionConfig
-from browser.web import Web, WebOptions
-from infra.vllm_server import ServerConfig, start, stop
 from tests.servers import free_port
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
+from webgpt.agent.model import DEFAULT_VERSION, prepare_default_model
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.loader import PageCache
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web, WebOptions
+from webgpt.infra.vllm_server import ServerConfig, start, stop
 
 QUESTIONS = [
     "What does json.dumps do?",

@@ -24,7 +24,7 @@ def _demos(folder: Path) -> Path:
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "webgpt.service.cli",
             "demos",
             "generate",
             "--scripted",
@@ -39,8 +39,8 @@ def _demos(folder: Path) -> Path:
 
 
 def _run(setting: str, lora_rank: int, lora_layers: int, demos: Path, examples: int) -> None:
-    from agent.bc import BCTrainConfig, train_bc
-    from agent.model import BASE_VERSION, prepare_base_model
+    from webgpt.agent.model import BASE_VERSION, prepare_base_model
+    from webgpt.learning.bc import BCTrainConfig, train_bc
 
     base = prepare_base_model(print)
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,11 +35,11 @@ from readability import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.servers
 
-from browser.fetch import FetchLimits, HttpFetcher
-from browser.loader import PageCache, PageLoader
-from browser.netguard import AddressPolicy, AllowList
-from browser.render import RenderOptions, render_html
-from browser.workers import RenderWorkers
+from webgpt.browser.fetch import FetchLimits, HttpFetcher
+from webgpt.browser.loader import PageCache, PageLoader
+from webgpt.browser.netguard import AddressPolicy, AllowList
+from webgpt.browser.render import RenderOptions, render_html
+from webgpt.browser.workers import RenderWorkers
 
 WORD = re.compile(r"\w+")
 URL = "https://docs.python.org/3.11/"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.grammar import answer_regex, browsing_regex, with_stop
-from agent.model import prepare_base_model
-from browser.session import SessionConfig
-from browser.web import Web, WebOptions
+from webgpt.agent.grammar import answer_regex, browsing_regex, with_stop
+from webgpt.agent.model import prepare_base_model
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web, WebOptions
 
 TEXT = "[^\\[\\]■\\n]"
 # The free-text runs as they were bounded before (commit 12d71b0).

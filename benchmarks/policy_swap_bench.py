@@ -30,15 +30,15 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.model import (  # noqa: E402
+from tests.servers import free_port  # noqa: E402
+from webgpt.agent.model import (  # noqa: E402
     BASE_VERSION,
     SHIPPED_ADAPTER,
     policy_dir,
     prepare_base_model,
     prepare_default_model,
 )
-from agent.registry import PolicyRegistry  # noqa: E402
-from tests.servers import free_port  # noqa: E402
+from webgpt.agent.registry import PolicyRegistry  # noqa: E402
 
 QUESTIONS = [
     "Who created Tetris?",
@@ -130,7 +130,7 @@ def main() -> None:
         }
         started = time.monotonic()
         service = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "webgpt.service.cli", "serve", "--port", str(port)],
             env=env,
             cwd=ROOT,
             stderr=subprocess.DEVNULL,

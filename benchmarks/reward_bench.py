@@ -21,12 +21,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.model import prepare_default_model
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import publish
-from infra.vllm_server import ServerConfig, start, stop
-from reward.model import RewardModel, tokenize
-from reward.remote import RemoteRewardScorer
+from webgpt.agent.model import prepare_default_model
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.infra.checkpoints import publish
+from webgpt.infra.vllm_server import ServerConfig, start, stop
+from webgpt.reward.model import RewardModel, tokenize
+from webgpt.reward.remote import RemoteRewardScorer
 
 QUOTE = (
     "Crows are birds of the genus Corvus. They are known for their intelligence and can "

@@ -22,11 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.hf_policy import TransformersPolicy
-from agent.learning_cli import offline_web
-from agent.model import prepare_default_model
-from agent.questions import load_questions
-from agent.rl import EpisodeRollouts, RLTrainConfig, SegmentTable
+from webgpt.agent.hf_policy import TransformersPolicy
+from webgpt.agent.model import prepare_default_model
+from webgpt.browser.web import offline_web
+from webgpt.evals.questions import load_questions
+from webgpt.learning.rl.config import RLTrainConfig
+from webgpt.learning.rl.packing import SegmentTable
+from webgpt.learning.rl.rollouts import EpisodeRollouts
 
 
 def main() -> None:

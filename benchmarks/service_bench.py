@@ -24,8 +24,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from browser.corpus import build_corpus, wikipedia_pages  # noqa: E402
 from tests.servers import free_port  # noqa: E402
+from webgpt.browser.corpus import build_corpus, wikipedia_pages  # noqa: E402
 
 ARTICLES = {
     f"Bird {i}": {
@@ -131,7 +131,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "service.cli",
+                "webgpt.service.cli",
                 "serve",
                 "--port",
                 str(service_port),

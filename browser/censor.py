@@ -3,7 +3,7 @@
 import re
 from collections.abc import Iterable
 
-from browser.page import Page
+from webgpt.browser.page import Page
 
 NGRAM = 10
 _WORD = re.compile(r"\w+")

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from playwright.async_api import Browser, Playwright, Route, WebSocketRoute, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from browser.errors import BrowserError, FetchError, FetchTimeout, RenderError
-from browser.fetch import USER_AGENT, Document, HttpFetcher
+from webgpt.browser.errors import BrowserError, FetchError, FetchTimeout, RenderError
+from webgpt.browser.fetch import USER_AGENT, Document, HttpFetcher
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """`webgpt fetch` and `webgpt corpus ...`: the browser from a terminal (`webgpt browse`, which
-can record a demonstration, is in agent.learning_cli)."""
+can record a demonstration, is in learning.cli)."""
 
 import argparse
 import asyncio
@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from browser.corpus import (
+from webgpt.browser.corpus import (
     PYTHON_DOCS_DIR,
     PYTHON_DOCS_URL,
     build_corpus,
@@ -15,10 +15,10 @@ from browser.corpus import (
     folder_pages,
     wikipedia_pages,
 )
-from browser.errors import BrowserError
-from browser.netguard import AllowList
-from browser.offline import OfflineWeb, default_store_path
-from browser.web import ENGINES, Web, WebOptions
+from webgpt.browser.errors import BrowserError
+from webgpt.browser.netguard import AllowList
+from webgpt.browser.offline import OfflineWeb, default_store_path
+from webgpt.browser.web import ENGINES, Web, WebOptions
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -137,10 +137,10 @@ async def _fetch_async(args: argparse.Namespace) -> int:
 def _render_server(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from browser.chromium import ChromiumRenderer
-    from browser.fetch import FetchLimits, HttpFetcher
-    from browser.netguard import AddressPolicy
-    from browser.render_server import render_app
+    from webgpt.browser.chromium import ChromiumRenderer
+    from webgpt.browser.fetch import FetchLimits, HttpFetcher
+    from webgpt.browser.netguard import AddressPolicy
+    from webgpt.browser.render_server import render_app
 
     if not 1 <= args.port <= 65535:
         raise SystemExit(f"error: --port must be 1..65535, not {args.port}")

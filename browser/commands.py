@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from browser.errors import InvalidCommand
+from webgpt.browser.errors import InvalidCommand
 
 QUOTE_RANGE_SEPARATOR = "━"
 

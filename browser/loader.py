@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from browser.errors import BrowserError
-from browser.fetch import Document, Fetcher
-from browser.page import Page
-from browser.pdf import render_pdf
-from browser.render import RenderOptions, error_page, render_html, render_text
-from browser.workers import RenderWorkers
+from webgpt.browser.errors import BrowserError
+from webgpt.browser.fetch import Document, Fetcher
+from webgpt.browser.page import Page
+from webgpt.browser.pdf import render_pdf
+from webgpt.browser.render import RenderOptions, error_page, render_html, render_text
+from webgpt.browser.workers import RenderWorkers
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpcore
 
-from browser.errors import BlockedAddress
+from webgpt.browser.errors import BlockedAddress
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -6,8 +6,8 @@ version they were trained on and the service refuses a mismatch (DESIGN.md).
 
 from collections.abc import Sequence
 
-from browser.events import CollectedQuote
-from browser.page import Page
+from webgpt.browser.events import CollectedQuote
+from webgpt.browser.page import Page
 
 OBSERVATION_FORMAT_VERSION = 1
 ANSWER_SEPARATOR = "■"

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urldefrag
 
-from browser.errors import CorpusError, FetchError
-from browser.fetch import Document, Fetcher
-from browser.search.base import SearchResult
-from infra.settings import webgpt_home
+from webgpt.browser.errors import CorpusError, FetchError
+from webgpt.browser.fetch import Document, Fetcher
+from webgpt.browser.search.base import SearchResult
+from webgpt.infra.settings import webgpt_home
 
 SCHEMA = """
 CREATE TABLE pages (

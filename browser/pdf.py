@@ -5,8 +5,8 @@ import io
 from pdfminer.high_level import extract_text
 from pdfminer.pdfparser import PDFSyntaxError
 
-from browser.page import Page, neutralize
-from browser.render import RenderOptions, error_page, wrap_lines
+from webgpt.browser.page import Page, neutralize
+from webgpt.browser.render import RenderOptions, error_page, wrap_lines
 
 MAX_PDF_PAGES = 50
 

@@ -27,8 +27,8 @@ import lxml.etree
 import lxml.html
 from readability import Document
 
-from browser.page import Link, Page, domain_of, link_marker, neutralize
-from browser.search.base import SearchResult
+from webgpt.browser.page import Link, Page, domain_of, link_marker, neutralize
+from webgpt.browser.search.base import SearchResult
 
 WRAP_WIDTH = 100
 # The declared main element must hold at least this share of the body's text to be trusted.

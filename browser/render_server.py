@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from browser.errors import (
+from webgpt.browser.errors import (
     BlockedAddress,
     BrowserError,
     FetchError,
@@ -31,7 +31,7 @@ from browser.errors import (
     RenderError,
     TooLarge,
 )
-from browser.fetch import Document
+from webgpt.browser.fetch import Document
 
 # Most specific first: an error is sent as the first type it is an instance of.
 _ERRORS: dict[str, type[BrowserError]] = {

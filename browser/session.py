@@ -8,10 +8,10 @@ action limit and are otherwise ignored; unreachable pages become error pages.
 from dataclasses import dataclass, field
 from typing import Literal
 
-from browser import commands as cmd
-from browser.censor import Censor
-from browser.errors import EpisodeOver, InvalidCommand, SearchError
-from browser.events import (
+from webgpt.browser import commands as cmd
+from webgpt.browser.censor import Censor
+from webgpt.browser.errors import EpisodeOver, InvalidCommand, SearchError
+from webgpt.browser.events import (
     BrowserEvent,
     CollectedQuote,
     EndEvent,
@@ -24,11 +24,11 @@ from browser.events import (
     SearchEvent,
     SearchResultItem,
 )
-from browser.loader import PageCache
-from browser.observation import answer_prompt, render_observation, scrollbar
-from browser.page import Page
-from browser.render import RenderOptions, error_page, is_blocked, search_results_page
-from browser.search.base import SearchEngine
+from webgpt.browser.loader import PageCache
+from webgpt.browser.observation import answer_prompt, render_observation, scrollbar
+from webgpt.browser.page import Page
+from webgpt.browser.render import RenderOptions, error_page, is_blocked, search_results_page
+from webgpt.browser.search.base import SearchEngine
 
 BLANK_PAGE = Page(url="", title="", lines=(), kind="blank")
 _END_REASONS: dict[str, EndReason] = {

@@ -13,19 +13,19 @@ from typing import Annotated
 from pydantic import BeforeValidator, field_validator
 from pydantic_settings import NoDecode
 
-from browser.chromium import ChromiumRenderer
-from browser.errors import BrowserError
-from browser.fetch import FetchLimits, HttpFetcher
-from browser.loader import JsMode, PageCache, PageLoader
-from browser.netguard import AddressPolicy, AllowList
-from browser.offline import OfflineFirstFetcher, OfflineWeb, default_store_path
-from browser.render import RenderOptions
-from browser.render_server import RemoteRenderer, Renderer
-from browser.search.base import SearchEngine
-from browser.search.remote import BingSearch, BraveSearch, SearxngSearch
-from browser.session import BrowserSession, SessionConfig
-from browser.workers import RenderWorkers
-from infra.settings import Settings
+from webgpt.browser.chromium import ChromiumRenderer
+from webgpt.browser.errors import BrowserError
+from webgpt.browser.fetch import FetchLimits, HttpFetcher
+from webgpt.browser.loader import JsMode, PageCache, PageLoader
+from webgpt.browser.netguard import AddressPolicy, AllowList
+from webgpt.browser.offline import OfflineFirstFetcher, OfflineWeb, default_store_path
+from webgpt.browser.render import RenderOptions
+from webgpt.browser.render_server import RemoteRenderer, Renderer
+from webgpt.browser.search.base import SearchEngine
+from webgpt.browser.search.remote import BingSearch, BraveSearch, SearxngSearch
+from webgpt.browser.session import BrowserSession, SessionConfig
+from webgpt.browser.workers import RenderWorkers
+from webgpt.infra.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -178,3 +178,10 @@ class Web:
         self.workers.close()
         if self.offline is not None:
             self.offline.close()
+
+
+def offline_web(store: Path | None) -> Web:
+    """The offline web alone (no live fallback, no Chromium): where demonstrations are
+    generated, replayed and evaluated, so their figures are reproducible."""
+    options = WebOptions.from_env(js_mode="never", offline_store=store)
+    return Web(dataclasses.replace(options, engine="offline", offline_only=True))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from typing import Any, TypeVar
 
-from browser.errors import RenderError
+from webgpt.browser.errors import RenderError
 
 T = TypeVar("T")
 _context = multiprocessing.get_context("spawn")  # fork would copy the event loop's threads
@@ -29,8 +29,8 @@ class WorkerLimits:
 
 def _worker_main(conn: multiprocessing.connection.Connection, memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    import browser.pdf
-    import browser.render  # noqa: F401
+    import webgpt.browser.pdf
+    import webgpt.browser.render  # noqa: F401
 
     while True:
         try:

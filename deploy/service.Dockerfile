@@ -13,7 +13,11 @@ COPY infra infra
 COPY browser browser
 COPY agent agent
 COPY reward reward
+COPY evals evals
+COPY learning learning
 COPY service service
+# the import namespace: links to the folders above (docs/architecture.md)
+COPY webgpt webgpt
 RUN pip wheel --no-cache-dir --wheel-dir /wheels ".${EXTRAS:+[$EXTRAS]}"
 
 FROM ${PYTHON_IMAGE}

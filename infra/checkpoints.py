@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from infra.errors import CheckpointError, CorruptCheckpoint, IncompatibleCheckpoint
+from webgpt.infra.errors import CheckpointError, CorruptCheckpoint, IncompatibleCheckpoint
 
 MANIFEST = "manifest.json"
 Kind = Literal["policy", "reward"]

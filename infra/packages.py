@@ -7,7 +7,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from infra.errors import PackageError
+from webgpt.infra.errors import PackageError
 
 
 def file_from_package(requirement: str, member_suffix: str, target: Path) -> Path:

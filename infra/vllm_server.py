@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from infra.errors import VLLMServerError
-from infra.settings import webgpt_home
+from webgpt.infra.errors import VLLMServerError
+from webgpt.infra.settings import webgpt_home
 
 DEFAULT_PORT = 8300
 LORA_PORT = 8301  # the server a service with policy hot reload starts for itself

@@ -5,7 +5,7 @@ import dataclasses
 import typing
 from typing import Any
 
-from reward.config import RewardTrainConfig
+from webgpt.reward.config import RewardTrainConfig
 
 
 def add_dataclass_options(parser: argparse.ArgumentParser, config: type) -> None:
@@ -37,7 +37,7 @@ def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]")
 
 
 def _train_rm(args: argparse.Namespace) -> int:
-    from reward.train import train_reward_model  # torch: only when training
+    from webgpt.reward.train import train_reward_model  # torch: only when training
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RewardTrainConfig)}
     result = train_reward_model(RewardTrainConfig(**values))

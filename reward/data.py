@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from browser.events import CollectedQuote
-from browser.observation import answer_prompt
-from reward.errors import DataError
+from webgpt.browser.events import CollectedQuote
+from webgpt.browser.observation import answer_prompt
+from webgpt.reward.errors import DataError
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,9 @@
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import Manifest, load_usable_manifest
-
 if TYPE_CHECKING:
-    from reward.remote import RemoteRewardScorer
-    from reward.scorer import RewardScorer
-
-
-def load_reward_manifest(folder: Path, verify: bool = False) -> Manifest:
-    """The manifest of a reward checkpoint this build can score with, or CheckpointError."""
-    return load_usable_manifest(folder, "reward", OBSERVATION_FORMAT_VERSION, verify=verify)
+    from webgpt.reward.remote import RemoteRewardScorer
+    from webgpt.reward.scorer import RewardScorer
 
 
 def open_scorer(
@@ -25,9 +17,9 @@ def open_scorer(
 ) -> "RewardScorer | RemoteRewardScorer":
     """The checkpoint in folder, scored on the vLLM server at url, or in this process."""
     if url is not None:
-        from reward.remote import RemoteRewardScorer
+        from webgpt.reward.remote import RemoteRewardScorer
 
         return RemoteRewardScorer(url, folder, api_key=api_key)
-    from reward.scorer import RewardScorer  # torch: only when the model runs in-process
+    from webgpt.reward.scorer import RewardScorer  # torch: only when the model runs in-process
 
     return RewardScorer(folder)

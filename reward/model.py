@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from infra.errors import CheckpointError
+from webgpt.infra.errors import CheckpointError
 
 
 class RewardModel(nn.Module):

@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx
 
-from infra.retry import RetryPolicy
-from reward.data import ScoredText, answer_text
-from reward.errors import RewardServerError
-from reward.factory import load_reward_manifest
+from webgpt.infra.retry import RetryPolicy
+from webgpt.reward.data import ScoredText, answer_text
+from webgpt.reward.errors import RewardServerError
+from webgpt.reward.manifest import load_reward_manifest
 
 
 class RemoteRewardScorer:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 
-from reward.data import ScoredText, answer_text
-from reward.factory import load_reward_manifest
-from reward.model import RewardModel, tokenize
+from webgpt.reward.data import ScoredText, answer_text
+from webgpt.reward.manifest import load_reward_manifest
+from webgpt.reward.model import RewardModel, tokenize
 
 
 class RewardScorer:

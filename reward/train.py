@@ -21,12 +21,12 @@ from typing import Any
 
 import torch
 
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import publish, staging_folder
-from reward.config import RewardTrainConfig
-from reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
-from reward.errors import DataError
-from reward.model import RewardModel, pairwise_loss, tokenize
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.infra.checkpoints import publish, staging_folder
+from webgpt.reward.config import RewardTrainConfig
+from webgpt.reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
+from webgpt.reward.errors import DataError
+from webgpt.reward.model import RewardModel, pairwise_loss, tokenize
 
 
 @dataclass

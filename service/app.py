@@ -20,11 +20,17 @@ from sse_starlette import EventSourceResponse
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent.errors import AgentError
-from reward.errors import RewardServerError
-from service.errors import PayloadTooLarge, ServiceError, Unauthorized, public_message, status_of
-from service.metrics import Metrics
-from service.protocol import (
+from webgpt.agent.errors import AgentError
+from webgpt.reward.errors import RewardServerError
+from webgpt.service.errors import (
+    PayloadTooLarge,
+    ServiceError,
+    Unauthorized,
+    public_message,
+    status_of,
+)
+from webgpt.service.metrics import Metrics
+from webgpt.service.protocol import (
     AnswerRequest,
     AnswerResponse,
     ChatRequest,
@@ -37,7 +43,7 @@ from service.protocol import (
     SessionState,
     SessionStep,
 )
-from service.serving import AnswerService
+from webgpt.service.serving import AnswerService
 
 logger = logging.getLogger("webgpt.service")
 STATIC = Path(__file__).parent / "static"

@@ -9,17 +9,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import agent.cli
-import agent.learning_cli
-import browser.cli
-import reward.cli
-from agent.errors import AgentError, ConfigurationError
-from browser.errors import BrowserError
-from infra.errors import InfraError
-from reward.errors import RewardError
+from webgpt.agent import cli as agent_cli
+from webgpt.agent.errors import AgentError, ConfigurationError
+from webgpt.browser import cli as browser_cli
+from webgpt.browser.errors import BrowserError
+from webgpt.evals import cli as evals_cli
+from webgpt.infra.errors import InfraError
+from webgpt.learning import cli as learning_cli
+from webgpt.reward import cli as reward_cli
+from webgpt.reward.errors import RewardError
 
 if TYPE_CHECKING:
-    from service.store import FeedbackStore
+    from webgpt.service.store import FeedbackStore
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,14 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     commands = parser.add_subparsers(dest="command", required=True)
-    browser.cli.register(commands)
-    agent.cli.register(commands)
-    agent.learning_cli.register(commands)
-    agent.learning_cli.register_eval(commands)
+    browser_cli.register(commands)
+    agent_cli.register(commands)
+    learning_cli.register(commands)
+    evals_cli.register(commands)
     train = commands.add_parser("train", help="offline training")
     kinds = train.add_subparsers(dest="train_command", required=True)
-    agent.learning_cli.register_train(kinds)
-    reward.cli.register_train(kinds)
+    learning_cli.register_train(kinds)
+    reward_cli.register_train(kinds)
     serve = commands.add_parser("serve", help="run the answering service (HTTP)")
     serve.add_argument("--host", default=None, help="default: $WEBGPT_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, default=None, help="default: $WEBGPT_PORT or 8080")
@@ -70,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _export_feedback(args: argparse.Namespace) -> int:
-    from service.settings import ServiceSettings
-    from service.store import FeedbackStore, is_url
+    from webgpt.service.settings import ServiceSettings
+    from webgpt.service.store import FeedbackStore, is_url
 
     database: str | Path
     if args.db is None:
@@ -100,8 +101,8 @@ def _export_feedback(args: argparse.Namespace) -> int:
 
 async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path | None) -> list[str]:
     """Records recorded in the page as they are; posted commands replayed to record them."""
-    from agent.demonstrations import Demonstration, record_commands
-    from agent.learning_cli import offline_web
+    from webgpt.browser.web import offline_web
+    from webgpt.learning.demonstrations import Demonstration, record_commands
 
     web = offline_web(offline_store)
     lines = []
@@ -126,8 +127,8 @@ async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path |
 def _serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from service.server import serve
-    from service.settings import ServiceSettings
+    from webgpt.service.server import serve
+    from webgpt.service.settings import ServiceSettings
 
     overrides = {
         name: value

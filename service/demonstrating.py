@@ -2,7 +2,7 @@
 
 Every command goes through the same BrowserSession and Recorder as the policy's episodes
 and the scripted demonstrator's, so what is stored is the demonstration schema itself
-(agent.demonstrations): the observations exactly as shown, the commands, the quotes and
+(learning.demonstrations): the observations exactly as shown, the commands, the quotes and
 the answer; `webgpt feedback export --demonstrations` hands it to `webgpt train bc`.
 
 Sessions live in this process's memory: at most `max_demo_sessions_per_key` per API key
@@ -19,17 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.demonstrations import Recorder
-from agent.episode import CITATION, check_citations
-from agent.errors import ConfigurationError, DataError
-from agent.questions import Question, load_questions
-from browser.errors import EpisodeOver
-from browser.events import BrowserEvent
-from browser.web import Web
-from service.errors import InvalidRequest, NotFound, Overloaded
-from service.protocol import FeedbackReceipt, SessionState
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
+from webgpt.agent.episode import CITATION, check_citations
+from webgpt.agent.errors import ConfigurationError, DataError
+from webgpt.browser.errors import EpisodeOver
+from webgpt.browser.events import BrowserEvent
+from webgpt.browser.web import Web
+from webgpt.evals.questions import Question, load_questions
+from webgpt.learning.demonstrations import Recorder
+from webgpt.service.errors import InvalidRequest, NotFound, Overloaded
+from webgpt.service.protocol import FeedbackReceipt, SessionState
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
 
 
 @dataclass

@@ -13,8 +13,8 @@ Agent and reward errors map too: ConfigurationError → 400, PolicyError and
 RewardServerError → 503 (Retry-After).
 """
 
-from agent.errors import AgentError, ConfigurationError, PolicyError
-from reward.errors import RewardServerError
+from webgpt.agent.errors import AgentError, ConfigurationError, PolicyError
+from webgpt.reward.errors import RewardServerError
 
 
 class ServiceError(Exception):

@@ -2,7 +2,7 @@
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from agent.answer import AnswerResult
+from webgpt.agent.answer import AnswerResult
 
 
 class Metrics:

@@ -30,16 +30,16 @@ from typing import Protocol
 
 import httpx
 
-from agent.episode import EpisodeConfig, run_episode
-from agent.errors import ConfigurationError
-from agent.openai_policy import OpenAIPolicy
-from agent.registry import adapter_rank, is_adapter, load_policy_manifest
-from browser.session import SessionConfig
-from browser.web import Web
-from infra.checkpoints import Manifest
-from infra.errors import IncompatibleCheckpoint
-from infra.vllm_server import RunningServer, ServerConfig, free_port, start, stop
-from service.versions import CanaryFailed, log_event
+from webgpt.agent.episode import EpisodeConfig, run_episode
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.registry import adapter_rank, is_adapter, load_policy_manifest
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
+from webgpt.infra.checkpoints import Manifest
+from webgpt.infra.errors import IncompatibleCheckpoint
+from webgpt.infra.vllm_server import RunningServer, ServerConfig, free_port, start, stop
+from webgpt.service.versions import CanaryFailed, log_event
 
 CANARY_MAX_ACTIONS = 10
 CANARY_TIMEOUT_S = 300.0

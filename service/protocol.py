@@ -4,9 +4,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from agent.answer import AnswerResult
-from agent.trace import TraceEvent
-from browser.events import BrowserEvent, CollectedQuote, EndReason
+from webgpt.agent.answer import AnswerResult
+from webgpt.agent.trace import TraceEvent
+from webgpt.browser.events import BrowserEvent, CollectedQuote, EndReason
 
 
 class AnswerRequest(BaseModel):

@@ -22,11 +22,11 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.answer import ScoredAnswer, Scorer
-from agent.errors import ConfigurationError
-from reward.factory import open_scorer
-from service.settings import ServiceSettings
-from service.versions import Slot
+from webgpt.agent.answer import ScoredAnswer, Scorer
+from webgpt.agent.errors import ConfigurationError
+from webgpt.reward.factory import open_scorer
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.versions import Slot
 
 PROBE = ScoredAnswer("ready?", "ready?■", "yes")
 

@@ -5,19 +5,19 @@ import logging
 
 import uvicorn
 
-from agent.errors import ConfigurationError
-from agent.model import default_policy_server
-from agent.openai_policy import OpenAIPolicy
-from browser.web import Web, WebOptions
-from infra.checkpoints import load_manifest
-from infra.vllm_server import print_progress, start_lora_server
-from service.app import create_app
-from service.metrics import Metrics
-from service.policies import LoRAServer, PolicyVersions, VLLMLauncher, spare_cpu
-from service.scoring import build_scorer
-from service.serving import AnswerService
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.model import default_policy_server
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.web import Web, WebOptions
+from webgpt.infra.checkpoints import load_manifest
+from webgpt.infra.vllm_server import print_progress, start_lora_server
+from webgpt.service.app import create_app
+from webgpt.service.metrics import Metrics
+from webgpt.service.policies import LoRAServer, PolicyVersions, VLLMLauncher, spare_cpu
+from webgpt.service.scoring import build_scorer
+from webgpt.service.serving import AnswerService
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
 
 
 def is_loopback(host: str) -> bool:

@@ -10,18 +10,18 @@ from collections.abc import AsyncIterator
 from dataclasses import InitVar, dataclass
 from typing import Any
 
-from agent.answer import Agent, AnswerResult, Scorer
-from agent.episode import EpisodeConfig
-from agent.errors import PolicyUnavailable
-from agent.openai_policy import OpenAIPolicy
-from agent.trace import AnswerDeltaEvent, TraceEvent
-from browser.session import SessionConfig
-from browser.web import Web
-from service.demonstrating import DemonstrationSessions
-from service.errors import InvalidRequest, Overloaded, public_message, status_of
-from service.metrics import Metrics
-from service.policies import PolicyVersions
-from service.protocol import (
+from webgpt.agent.answer import Agent, AnswerResult, Scorer
+from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.errors import PolicyUnavailable
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
+from webgpt.service.demonstrating import DemonstrationSessions
+from webgpt.service.errors import InvalidRequest, Overloaded, public_message, status_of
+from webgpt.service.metrics import Metrics
+from webgpt.service.policies import PolicyVersions
+from webgpt.service.protocol import (
     GRADE_LABELS,
     AnswerRequest,
     AnswerResponse,
@@ -34,10 +34,10 @@ from service.protocol import (
     StreamErrorEvent,
     StreamEvent,
 )
-from service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
-from service.versions import Slot, follow_alias
+from webgpt.service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
+from webgpt.service.versions import Slot, follow_alias
 
 logger = logging.getLogger("webgpt.service")
 

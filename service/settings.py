@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from infra.settings import Settings, webgpt_home
+from webgpt.infra.settings import Settings, webgpt_home
 
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
@@ -73,7 +73,7 @@ class ServiceSettings(Settings):
     max_demo_sessions_per_key: int = Field(default=4, ge=1)
     max_demo_sessions: int = Field(default=64, ge=1)
     demo_session_idle_s: float = Field(default=1800.0, gt=0)
-    # A questions JSONL (agent.questions: question, gold_answers, split, ...) that people
+    # A questions JSONL (evals.questions: question, gold_answers, split, ...) that people
     # demonstrate in turn; each record keeps its gold answers and split.
     demo_questions: Path | None = None
     # Where answers and feedback are stored (service.store): a PostgreSQL URL shared by

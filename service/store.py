@@ -23,11 +23,11 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.dialects import postgresql, sqlite
 
-from agent.answer import AnswerResult
-from agent.demonstrations import Demonstration
-from agent.errors import ConfigurationError
-from reward.data import PREFERENCE_LABELS
-from service.errors import InvalidRequest
+from webgpt.agent.answer import AnswerResult
+from webgpt.agent.errors import ConfigurationError
+from webgpt.learning.demonstrations import Demonstration
+from webgpt.reward.data import PREFERENCE_LABELS
+from webgpt.service.errors import InvalidRequest
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Replicas starting together take turns migrating (PostgreSQL advisory lock id).
@@ -65,7 +65,7 @@ DEMONSTRATIONS = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("question", sa.Text, nullable=False),
     # "commands": the posted commands and answer (replayed on export to record what each
-    # showed); "demonstration": a whole record of agent.demonstrations, recorded as shown.
+    # showed); "demonstration": a whole record of learning.demonstrations, recorded as shown.
     sa.Column("format", sa.Text, nullable=False, server_default="commands"),
     sa.Column("episode", sa.Text, nullable=False),  # JSON of either
     sa.Column("created", sa.Float, nullable=False),

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from infra.checkpoints import load_manifest
-from infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
+from webgpt.infra.checkpoints import load_manifest
+from webgpt.infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
 
 logger = logging.getLogger("webgpt.service")
 
@@ -61,10 +61,6 @@ class Slot(Generic[T]):
                 del self._users[key]
                 if version is not self.current:
                     await self._retire(version)
-
-    def in_use(self, version: T) -> int:
-        """How many answers hold this version now."""
-        return self._users.get(id(version), 0)
 
     async def replace(self, version: T) -> None:
         old, self.current = self.current, version

@@ -1,12 +1,15 @@
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from agent.openai_policy import OpenAIPolicy
-from browser.corpus import (
+from tests.agent.fake_policy import Script, fake_policy_app
+from tests.browser.fixture_site import HitCounter, fixture_app
+from tests.servers import serve
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.corpus import (
     PYTHON_DOCS_DIR,
     PYTHON_DOCS_URL,
     build_corpus,
@@ -14,16 +17,13 @@ from browser.corpus import (
     folder_pages,
     wikipedia_pages,
 )
-from browser.web import Web, WebOptions
-from service.app import create_app
-from service.metrics import Metrics
-from service.scoring import build_scorer
-from service.serving import AnswerService
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
-from tests.agent.fake_policy import Script, fake_policy_app
-from tests.browser.fixture_site import HitCounter, fixture_app
-from tests.servers import serve
+from webgpt.browser.web import Web, WebOptions
+from webgpt.service.app import create_app
+from webgpt.service.metrics import Metrics
+from webgpt.service.scoring import build_scorer
+from webgpt.service.serving import AnswerService
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
 
 
 @pytest.fixture(scope="session")
@@ -123,9 +123,9 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
 @pytest.fixture(scope="session")
 def reward_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny reward model trained to prefer answers saying the sky is blue ("rm-bon")."""
-    from reward.config import RewardTrainConfig  # torch: only for the tests that train
-    from reward.train import train_reward_model
     from tests.reward.tiny import build_tiny_backbone, write_comparisons
+    from webgpt.reward.config import RewardTrainConfig  # torch: only for the tests that train
+    from webgpt.reward.train import train_reward_model
 
     folder = tmp_path_factory.mktemp("bon")
     comparisons = folder / "c.jsonl"
@@ -157,3 +157,75 @@ def embedded_web_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     )
     return store
+
+
+@pytest.fixture
+async def web(offline_store: Path) -> AsyncIterator[Web]:
+    opened = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    yield opened
+    await opened.aclose()
+
+
+@pytest.fixture
+async def policy(policy_url: str) -> AsyncIterator[OpenAIPolicy]:
+    client = OpenAIPolicy(policy_url, "scripted", backoff_s=0.01, timeout_s=2.0)
+    yield client
+    await client.aclose()
+
+
+# A small offline web whose pages support several question styles (tests of the learning
+# loop: questions, the scripted demonstrator, behavior cloning, evaluation).
+LEARNING_ARTICLES = {
+    "Ada Lovelace": {
+        "title": "Ada Lovelace",
+        "description": "English mathematician (1815–1852)",
+        "extract": "Augusta Ada King, Countess of Lovelace was an English mathematician and "
+        "writer, chiefly known for her work on the Analytical Engine.",
+        "topic": "People",
+    },
+    "Mona Lisa": {
+        "title": "Mona Lisa",
+        "description": "Painting by Leonardo da Vinci",
+        "extract": "The Mona Lisa is a half-length portrait painting by the Italian artist "
+        "Leonardo da Vinci. It was painted by Leonardo da Vinci in the early sixteenth century.",
+        "topic": "Arts",
+    },
+    "Kazan": {
+        "title": "Kazan",
+        "description": "Capital city of Tatarstan, Russia",
+        "extract": "Kazan is a city in Russia on the Volga river. The city has a population "
+        "of 1,308,660 residents.",
+        "topic": "Geography",
+    },
+    "Tomato": {
+        "title": "Tomato",
+        "description": "Edible berry",
+        "extract": "The tomato is a plant whose fruit is an edible berry that is eaten as a "
+        "vegetable. It originated from western South America.",
+        "topic": "Biology and health sciences",
+    },
+    "Crow": {
+        "title": "Crow",
+        "description": "Genus of birds",
+        "extract": "Crows are birds of the genus Corvus. Crows can recognise individual "
+        "human faces and remember them for years.",
+        "topic": "Biology and health sciences",
+    },
+}
+
+
+@pytest.fixture(scope="session")
+def learning_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("learning-web")
+    summaries = folder / "summaries.json"
+    summaries.write_text(json.dumps(LEARNING_ARTICLES))
+    store = folder / "web.sqlite"
+    build_corpus(store, [("wikipedia", wikipedia_pages(summaries))])
+    return store
+
+
+@pytest.fixture
+async def learning_web(learning_store: Path) -> AsyncIterator[Web]:
+    opened = Web(WebOptions(offline_store=learning_store, offline_only=True, js_mode="never"))
+    yield opened
+    await opened.aclose()

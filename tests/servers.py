@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
-from infra.vllm_server import free_port
+from webgpt.infra.vllm_server import free_port
 
 __all__ = ["free_port", "serve"]
 

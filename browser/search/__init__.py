@@ -1,5 +1,5 @@
 """Search engines: the offline web (browser.offline) and remote APIs (browser.search.remote)."""
 
-from browser.search.base import SearchEngine, SearchResult
+from webgpt.browser.search.base import SearchEngine, SearchResult
 
 __all__ = ["SearchEngine", "SearchResult"]

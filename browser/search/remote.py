@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from browser.errors import RateLimited, SearchError
-from browser.search.base import SearchResult
+from webgpt.browser.errors import RateLimited, SearchError
+from webgpt.browser.search.base import SearchResult
 
 _TAGS = re.compile(r"<[^>]{0,200}>")
 DEFAULT_TIMEOUT_S = 10.0

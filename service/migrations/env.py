@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from service.store import METADATA
+from webgpt.service.store import METADATA
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=METADATA, render_as_batch=True)

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent.answer import Agent, ScoredAnswer
-from agent.episode import EpisodeConfig, check_citations
-from agent.errors import ConfigurationError, PolicyError
-from agent.openai_policy import OpenAIPolicy
-from agent.trace import TraceEvent
-from browser.session import SessionConfig
-from browser.web import Web
 from tests.agent.fake_policy import Script
+from webgpt.agent.answer import Agent, ScoredAnswer
+from webgpt.agent.episode import EpisodeConfig, check_citations
+from webgpt.agent.errors import ConfigurationError, PolicyError
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.trace import TraceEvent
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
 
 CROW_EPISODE = [
     "Search crows recognise faces",
@@ -82,7 +82,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
 
 
 async def test_grammar_on_a_real_page(web: Web) -> None:
-    from agent.grammar import FIRST_CITATION_CHARS, answer_regex, browsing_regex
+    from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, browsing_regex
 
     session = web.session(config=SessionConfig(max_actions=7))
     session.reset("q")
@@ -227,7 +227,7 @@ async def test_policy_failure_in_every_episode_raises(
 
 
 def test_the_first_citation_always_fits_the_answer_token_budget() -> None:
-    from agent.grammar import FIRST_CITATION_CHARS, answer_regex
+    from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex
 
     # Worst case: every character costs 4 tokens (one per UTF-8 byte).
     assert 4 * FIRST_CITATION_CHARS + len("[1]") < EpisodeConfig().answer_max_tokens

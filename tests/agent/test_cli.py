@@ -16,7 +16,7 @@ def answer(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "WEBGPT_OFFLINE_STORE": str(store),
     }
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", "answer", *args, "--js", "never"],
+        [sys.executable, "-m", "webgpt.service.cli", "answer", *args, "--js", "never"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.hf_policy import TransformersPolicy, truncate_at_stop
-from agent.policy import Sampling
 from tests.reward.tiny import build_tiny_backbone
+from webgpt.agent.hf_policy import TransformersPolicy, truncate_at_stop
+from webgpt.agent.policy import Sampling
 
 
 def tiny_policy(folder: Path) -> TransformersPolicy:

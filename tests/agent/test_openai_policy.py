@@ -3,11 +3,11 @@ import time
 import httpx
 import pytest
 
-from agent.errors import PolicyResponseError, PolicyTimeout, PolicyUnavailable
-from agent.openai_policy import OpenAIPolicy
-from agent.policy import Sampling
 from tests.agent.fake_policy import Script
 from tests.servers import free_port
+from webgpt.agent.errors import PolicyResponseError, PolicyTimeout, PolicyUnavailable
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.policy import Sampling
 
 
 async def test_n_samples_and_request_shape(policy: OpenAIPolicy, script: Script) -> None:

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.errors import ConfigurationError
-from agent.registry import PolicyRegistry, adapter_rank
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import load_manifest
-from infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
-from service.cli import main
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.registry import PolicyRegistry, adapter_rank
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.infra.checkpoints import load_manifest
+from webgpt.infra.errors import CorruptCheckpoint, IncompatibleCheckpoint
+from webgpt.service.cli import main
 
 
 def make_adapter(folder: Path, weights: bytes = b"lora weights") -> Path:

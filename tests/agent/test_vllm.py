@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from agent.answer import Agent
-from agent.grammar import browsing_regex
-from agent.model import DEFAULT_VERSION, prepare_default_model
-from agent.openai_policy import OpenAIPolicy
-from agent.policy import Sampling
-from agent.prompts import COMMAND_STOP, browsing_prompt
-from browser.commands import parse_command
-from browser.session import SessionConfig
-from browser.web import Web, WebOptions
-from infra.checkpoints import load_manifest
-from infra.vllm_server import RunningServer, ServerConfig, start, stop
 from tests.servers import free_port
+from webgpt.agent.answer import Agent
+from webgpt.agent.grammar import browsing_regex
+from webgpt.agent.model import DEFAULT_VERSION, prepare_default_model
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.policy import Sampling
+from webgpt.agent.prompts import COMMAND_STOP, browsing_prompt
+from webgpt.browser.commands import parse_command
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web, WebOptions
+from webgpt.infra.checkpoints import load_manifest
+from webgpt.infra.vllm_server import RunningServer, ServerConfig, start, stop
 
 pytestmark = pytest.mark.slow
 

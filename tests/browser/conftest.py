@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from browser.workers import RenderWorkers
+from webgpt.browser.workers import RenderWorkers
 
 
 @pytest.fixture(scope="session")

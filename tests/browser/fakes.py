@@ -4,9 +4,9 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from browser.errors import FetchError
-from browser.fetch import Document
-from browser.search.base import SearchResult
+from webgpt.browser.errors import FetchError
+from webgpt.browser.fetch import Document
+from webgpt.browser.search.base import SearchResult
 
 PAGES = Path(__file__).parent.parent / "data" / "pages"
 SITE = "https://site.example/"

@@ -8,10 +8,10 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from browser.loader import PageCache, PageLoader
-from browser.session import BrowserSession, SessionConfig
-from browser.workers import RenderWorkers
 from tests.browser.fakes import PAGES, FixtureWeb
+from webgpt.browser.loader import PageCache, PageLoader
+from webgpt.browser.session import BrowserSession, SessionConfig
+from webgpt.browser.workers import RenderWorkers
 
 QUESTION = "How do crows, bread and keywords relate?"
 

@@ -6,12 +6,12 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from browser.chromium import ChromiumRenderer
-from browser.fetch import FetchLimits, HttpFetcher
-from browser.loader import PageLoader
-from browser.netguard import AddressPolicy, AllowList
-from browser.workers import RenderWorkers
 from tests.browser.fixture_site import HitCounter
+from webgpt.browser.chromium import ChromiumRenderer
+from webgpt.browser.fetch import FetchLimits, HttpFetcher
+from webgpt.browser.loader import PageLoader
+from webgpt.browser.netguard import AddressPolicy, AllowList
+from webgpt.browser.workers import RenderWorkers
 
 pytestmark = pytest.mark.slow
 
@@ -100,8 +100,8 @@ async def test_connections_that_are_not_http_requests_reach_nothing(
 async def test_a_render_server_renders_script_built_pages_for_a_service_elsewhere(
     site: str, renderer: ChromiumRenderer, workers: RenderWorkers, internal: tuple[str, HitCounter]
 ) -> None:
-    from browser.render_server import RemoteRenderer, render_app
     from tests.servers import serve
+    from webgpt.browser.render_server import RemoteRenderer, render_app
 
     internal_url, counter = internal
     # Its own Chromium and fetcher: the server runs them on its own event loop.

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from browser.corpus import build_corpus, wikipedia_pages
-from browser.offline import OfflineWeb
 from tests.browser.fixture_site import HitCounter
+from webgpt.browser.corpus import build_corpus, wikipedia_pages
+from webgpt.browser.offline import OfflineWeb
 
 
 def webgpt(
@@ -16,7 +16,7 @@ def webgpt(
 ) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(home or "/nonexistent-webgpt-home")}
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", *args],
+        [sys.executable, "-m", "webgpt.service.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -127,7 +127,7 @@ def test_blocked_domains_come_from_the_environment(site: str) -> None:
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "webgpt.service.cli",
             "fetch",
             f"{site}/pages/links.html",
             "--js",

@@ -1,6 +1,6 @@
 import pytest
 
-from browser.commands import (
+from webgpt.browser.commands import (
     Back,
     Click,
     End,
@@ -11,7 +11,7 @@ from browser.commands import (
     Top,
     parse_command,
 )
-from browser.errors import InvalidCommand
+from webgpt.browser.errors import InvalidCommand
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,12 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from browser.errors import BlockedAddress, FetchError, FetchTimeout, TooLarge
-from browser.fetch import Document, FetchLimits, HttpFetcher
-from browser.loader import PageLoader
-from browser.netguard import AddressPolicy, AllowList
-from browser.workers import RenderWorkers
 from tests.browser.fixture_site import HitCounter
+from webgpt.browser.errors import BlockedAddress, FetchError, FetchTimeout, TooLarge
+from webgpt.browser.fetch import Document, FetchLimits, HttpFetcher
+from webgpt.browser.loader import PageLoader
+from webgpt.browser.netguard import AddressPolicy, AllowList
+from webgpt.browser.workers import RenderWorkers
 
 
 def host_port(base_url: str) -> str:

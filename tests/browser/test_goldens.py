@@ -1,7 +1,7 @@
 import pytest
 
-from browser.workers import RenderWorkers
 from tests.browser.goldens import golden_names, golden_path, transcript
+from webgpt.browser.workers import RenderWorkers
 
 
 @pytest.mark.parametrize("name", golden_names())

@@ -2,8 +2,14 @@ import ipaddress
 
 import pytest
 
-from browser.errors import BlockedAddress
-from browser.netguard import AddressPolicy, AllowList, check_url, is_public_address, system_resolve
+from webgpt.browser.errors import BlockedAddress
+from webgpt.browser.netguard import (
+    AddressPolicy,
+    AllowList,
+    check_url,
+    is_public_address,
+    system_resolve,
+)
 
 
 @pytest.mark.parametrize(

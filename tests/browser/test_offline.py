@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from browser.corpus import build_corpus, folder_pages, wiki_url, wikipedia_pages
-from browser.errors import CorpusError
-from browser.offline import OfflineWeb, fts_query
-from browser.web import Web, WebOptions
+from webgpt.browser.corpus import build_corpus, folder_pages, wiki_url, wikipedia_pages
+from webgpt.browser.errors import CorpusError
+from webgpt.browser.offline import OfflineWeb, fts_query
+from webgpt.browser.web import Web, WebOptions
 
 PAGES = Path(__file__).parent.parent / "data" / "pages"
 SUMMARIES = {
@@ -139,7 +139,7 @@ def test_build_replaces_the_store_atomically(tmp_path: Path, store: Path) -> Non
 def test_embedded_default_builds_and_browses_from_the_cli(tmp_path: Path) -> None:
     """The real thing: the registry package and the Debian docs, through `webgpt`."""
     env = {"WEBGPT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    webgpt = [sys.executable, "-m", "service.cli"]
+    webgpt = [sys.executable, "-m", "webgpt.service.cli"]
     built = subprocess.run(
         [*webgpt, "corpus", "build"],
         env=env,

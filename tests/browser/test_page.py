@@ -1,4 +1,4 @@
-from browser.page import Page, TextIndex, link_marker, neutralize
+from webgpt.browser.page import Page, TextIndex, link_marker, neutralize
 
 
 def test_neutralize_replaces_markers_and_special_tokens() -> None:

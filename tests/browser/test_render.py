@@ -4,8 +4,14 @@ from pathlib import Path
 
 import lxml.html
 
-from browser.render import RenderOptions, render_html, render_text, search_results_page, wrap_lines
-from browser.search.base import SearchResult
+from webgpt.browser.render import (
+    RenderOptions,
+    render_html,
+    render_text,
+    search_results_page,
+    wrap_lines,
+)
+from webgpt.browser.search.base import SearchResult
 
 SPHINX = Path(__file__).parent.parent / "data" / "pages" / "sphinx-keyword.html"
 WORD = re.compile(r"\w+")

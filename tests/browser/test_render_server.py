@@ -2,10 +2,10 @@
 
 import pytest
 
-from browser.errors import BlockedAddress, FetchTimeout, RenderError, TooLarge
-from browser.fetch import Document
-from browser.render_server import RemoteRenderer, render_app
 from tests.servers import free_port, serve
+from webgpt.browser.errors import BlockedAddress, FetchTimeout, RenderError, TooLarge
+from webgpt.browser.fetch import Document
+from webgpt.browser.render_server import RemoteRenderer, render_app
 
 
 class _Scripted:
@@ -70,7 +70,7 @@ def test_a_malformed_render_request_is_a_clear_400() -> None:
 
 
 def test_the_render_server_command_refuses_a_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
-    from service.cli import main
+    from webgpt.service.cli import main
 
     with pytest.raises(SystemExit, match=r"--port must be 1\.\.65535"):
         main(["render-server", "--port", "99999"])

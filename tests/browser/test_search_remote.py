@@ -3,11 +3,11 @@ from typing import TypeVar
 
 import pytest
 
-from browser.errors import RateLimited, SearchError
-from browser.search.base import SearchEngine
-from browser.search.remote import BingSearch, BraveSearch, JsonSearchApi, SearxngSearch
 from tests.browser.remote_engines import BING_KEY, BRAVE_KEY, engines_app
 from tests.servers import free_port, serve
+from webgpt.browser.errors import RateLimited, SearchError
+from webgpt.browser.search.base import SearchEngine
+from webgpt.browser.search.remote import BingSearch, BraveSearch, JsonSearchApi, SearxngSearch
 
 E = TypeVar("E", bound=JsonSearchApi)
 

@@ -2,13 +2,13 @@ import asyncio
 
 import pytest
 
-from browser.errors import EpisodeOver, RateLimited
-from browser.loader import PageCache, PageLoader
-from browser.observation import answer_prompt
-from browser.search.base import SearchResult
-from browser.session import BrowserSession, SessionConfig
-from browser.workers import RenderWorkers
 from tests.browser.fakes import SITE, FixtureWeb
+from webgpt.browser.errors import EpisodeOver, RateLimited
+from webgpt.browser.loader import PageCache, PageLoader
+from webgpt.browser.observation import answer_prompt
+from webgpt.browser.search.base import SearchResult
+from webgpt.browser.session import BrowserSession, SessionConfig
+from webgpt.browser.workers import RenderWorkers
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@ import time
 
 import pytest
 
-from browser.errors import RenderError
-from browser.workers import RenderWorkers, WorkerLimits
+from webgpt.browser.errors import RenderError
+from webgpt.browser.workers import RenderWorkers, WorkerLimits
 
 
 def _sleep(seconds: float) -> str:

@@ -201,8 +201,8 @@ def test_examples_run(service_url) -> None:  # type: ignore[no-untyped-def]
 
 def _two_candidate_answer(db: Path, service_url) -> str:  # type: ignore[no-untyped-def]
     """Record an answer with two candidates, as the service records best-of-2 answers."""
-    from agent.answer import AnswerResult
-    from service.store import FeedbackStore
+    from webgpt.agent.answer import AnswerResult
+    from webgpt.service.store import FeedbackStore
 
     with service_url(feedback_db=str(db)) as base, Client(base) as client:
         one = client.answer(QUESTION)
@@ -236,7 +236,7 @@ async def test_feedback_sync_and_async(service_url, tmp_path: Path) -> None:  # 
             assert graded.id == 4
             with pytest.raises(UnprocessableEntityError, match="grade"):
                 client.compare("ans_two", a=1, b=0, grade="better")  # type: ignore[arg-type]
-    from service.store import FeedbackStore
+    from webgpt.service.store import FeedbackStore
 
     store = FeedbackStore(db)
     labels = [row["label"] for row in store.export_comparisons()]

@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from infra.pools import SpreadTransport
 from tests.servers import free_port, serve
+from webgpt.infra.pools import SpreadTransport
 
 HELD = 32
 

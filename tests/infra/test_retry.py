@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from infra.retry import NOT_SENT, REFUSED_STATUSES, RetryPolicy, retry_after
+from webgpt.infra.retry import NOT_SENT, REFUSED_STATUSES, RetryPolicy, retry_after
 
 
 def test_only_what_the_server_did_not_process_is_retried() -> None:

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from browser.render import RenderOptions
-from browser.web import WebOptions
-from infra.settings import webgpt_home
+from webgpt.browser.render import RenderOptions
+from webgpt.browser.web import WebOptions
+from webgpt.infra.settings import webgpt_home
 
 
 def test_web_options_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from reward.model import RewardModel, tokenize
+from webgpt.reward.model import RewardModel, tokenize
 
 
 @dataclass

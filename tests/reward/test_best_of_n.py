@@ -38,7 +38,7 @@ def test_answer_n4_picks_the_answer_the_reward_model_prefers(
             [
                 sys.executable,
                 "-m",
-                "service.cli",
+                "webgpt.service.cli",
                 "answer",
                 "crow corvus",
                 "--n",
@@ -80,7 +80,7 @@ def test_bad_reward_checkpoints_are_clear_errors(offline_store: Path, tmp_path: 
             [
                 sys.executable,
                 "-m",
-                "service.cli",
+                "webgpt.service.cli",
                 "answer",
                 "q",
                 "--n",
@@ -107,7 +107,7 @@ def test_a_reward_url_without_its_checkpoint_is_a_clear_error(tmp_path: Path) ->
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "webgpt.service.cli",
             "answer",
             "q",
             "--reward-url",

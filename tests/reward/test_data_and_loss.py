@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from reward.data import group_by_question, load_comparisons, parse_row
-from reward.errors import DataError
-from reward.model import pairwise_loss
+from webgpt.reward.data import group_by_question, load_comparisons, parse_row
+from webgpt.reward.errors import DataError
+from webgpt.reward.model import pairwise_loss
 
 
 def test_pairwise_loss_on_hand_computed_values() -> None:

@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.answer import ScoredAnswer
-from browser.observation import OBSERVATION_FORMAT_VERSION
-from infra.checkpoints import MANIFEST, load_manifest, publish
-from service.scoring import scorer_slot
 from tests.agent.fake_policy import Script
 from tests.reward.tiny import answer
+from webgpt.agent.answer import ScoredAnswer
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
+from webgpt.infra.checkpoints import MANIFEST, load_manifest, publish
+from webgpt.service.scoring import scorer_slot
 
 
 def _republish(checkpoint: Path, registry: Path, version: str, offset_shift: float) -> Path:

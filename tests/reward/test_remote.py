@@ -14,15 +14,15 @@ from typing import Any
 import httpx
 import pytest
 
-from infra.errors import CheckpointError
-from infra.vllm_server import ServerConfig, start, stop
-from reward.errors import RewardServerError
-from reward.remote import RemoteRewardScorer
-from reward.scorer import RewardScorer
 from tests.agent.fake_policy import Script
 from tests.reward.fake_vllm import ClassifyScript, fake_vllm_classify_app
 from tests.reward.tiny import answer
 from tests.servers import free_port, serve
+from webgpt.infra.errors import CheckpointError
+from webgpt.infra.vllm_server import ServerConfig, start, stop
+from webgpt.reward.errors import RewardServerError
+from webgpt.reward.remote import RemoteRewardScorer
+from webgpt.reward.scorer import RewardScorer
 
 PROMPT = (
     "what color is the sky in story 150■"
@@ -152,8 +152,8 @@ def test_service_best_of_n_scores_on_the_reward_server(
 
 def test_blank_reward_settings_mean_none(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compose files and ConfigMaps leave the reward variables blank when there is none."""
-    from service.scoring import build_scorer
-    from service.settings import ServiceSettings
+    from webgpt.service.scoring import build_scorer
+    from webgpt.service.settings import ServiceSettings
 
     monkeypatch.setenv("WEBGPT_REWARD_MODEL", "")
     monkeypatch.setenv("WEBGPT_REWARD_URL", "")
@@ -175,9 +175,9 @@ def test_scoring_on_a_reward_server_needs_no_torch(reward_checkpoint: Path) -> N
 
 
 def test_a_reward_url_without_its_checkpoint_is_refused() -> None:
-    from agent.errors import ConfigurationError
-    from service.scoring import build_scorer
-    from service.settings import ServiceSettings
+    from webgpt.agent.errors import ConfigurationError
+    from webgpt.service.scoring import build_scorer
+    from webgpt.service.settings import ServiceSettings
 
     with pytest.raises(ConfigurationError, match="WEBGPT_REWARD_MODEL"):
         build_scorer(ServiceSettings(reward_url="http://127.0.0.1:9/v1"))

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from infra.checkpoints import load_manifest
-from reward.config import RewardTrainConfig
-from reward.model import RewardModel
-from reward.scorer import RewardScorer
-from reward.train import _Ema, train_reward_model
 from tests.reward.tiny import answer, build_tiny_backbone, write_comparisons
+from webgpt.infra.checkpoints import load_manifest
+from webgpt.reward.config import RewardTrainConfig
+from webgpt.reward.model import RewardModel
+from webgpt.reward.scorer import RewardScorer
+from webgpt.reward.train import _Ema, train_reward_model
 
 QUOTE = (
     "what color is the sky in story 150■"
@@ -132,7 +132,7 @@ def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
 
 
 def test_a_second_publish_of_a_version_is_refused(trained, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from infra.errors import CheckpointError
+    from webgpt.infra.errors import CheckpointError
 
     backbone, checkpoint, _ = trained
     comparisons = tmp_path / "c.jsonl"
@@ -154,7 +154,7 @@ def test_a_second_publish_of_a_version_is_refused(trained, tmp_path: Path) -> No
 def test_a_held_out_file_of_trained_questions_is_refused_before_training(
     tmp_path: Path,
 ) -> None:
-    from reward.errors import DataError
+    from webgpt.reward.errors import DataError
 
     comparisons = tmp_path / "c.jsonl"
     write_comparisons(comparisons, stories=6)

@@ -5,8 +5,8 @@ the store, the way the service records answers."""
 from pathlib import Path
 from typing import Any
 
-from agent.answer import AnswerResult
-from service.store import FeedbackStore
+from webgpt.agent.answer import AnswerResult
+from webgpt.service.store import FeedbackStore
 
 
 def record_two_candidates(

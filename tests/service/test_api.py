@@ -12,6 +12,7 @@ import pytest
 
 from tests.agent.fake_policy import Script
 from tests.servers import free_port
+from webgpt.service import app as service_app
 
 QUESTION = {"question": "crow corvus"}
 
@@ -88,9 +89,7 @@ def test_a_stream_waiting_on_a_slow_policy_sends_keep_alive_pings(
     script: Script,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import service.app
-
-    monkeypatch.setattr(service.app, "SSE_PING_S", 0.2)
+    monkeypatch.setattr(service_app, "SSE_PING_S", 0.2)
     script.delay_s = 1.0  # each policy call: five ping periods without an event
     with (
         service_url() as base,
@@ -208,14 +207,14 @@ def test_overload_is_429_with_retry_after(service_url, script: Script) -> None: 
 
 
 def test_policy_down_is_503_and_not_ready(offline_store, script: Script) -> None:  # type: ignore[no-untyped-def]
-    from agent.openai_policy import OpenAIPolicy
-    from browser.web import Web, WebOptions
-    from service.app import create_app
-    from service.metrics import Metrics
-    from service.serving import AnswerService
-    from service.settings import ServiceSettings
-    from service.store import FeedbackStore
     from tests.servers import serve
+    from webgpt.agent.openai_policy import OpenAIPolicy
+    from webgpt.browser.web import Web, WebOptions
+    from webgpt.service.app import create_app
+    from webgpt.service.metrics import Metrics
+    from webgpt.service.serving import AnswerService
+    from webgpt.service.settings import ServiceSettings
+    from webgpt.service.store import FeedbackStore
 
     down = f"http://127.0.0.1:{free_port()}/v1"
     settings = ServiceSettings(policy_url=down, policy_model="m", retry_after_s=7)
@@ -285,14 +284,14 @@ class _BrokenScorer:
 
 
 def test_ready_needs_a_reward_model_that_answers(offline_store, policy_url) -> None:  # type: ignore[no-untyped-def]
-    from agent.openai_policy import OpenAIPolicy
-    from browser.web import Web, WebOptions
-    from service.app import create_app
-    from service.metrics import Metrics
-    from service.serving import AnswerService
-    from service.settings import ServiceSettings
-    from service.store import FeedbackStore
     from tests.servers import serve
+    from webgpt.agent.openai_policy import OpenAIPolicy
+    from webgpt.browser.web import Web, WebOptions
+    from webgpt.service.app import create_app
+    from webgpt.service.metrics import Metrics
+    from webgpt.service.serving import AnswerService
+    from webgpt.service.settings import ServiceSettings
+    from webgpt.service.store import FeedbackStore
 
     settings = ServiceSettings(policy_url=policy_url, policy_model="scripted")
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
@@ -309,9 +308,9 @@ def test_ready_needs_a_reward_model_that_answers(offline_store, policy_url) -> N
 def test_without_api_keys_the_service_only_listens_on_loopback() -> None:
     import pytest
 
-    from agent.errors import ConfigurationError
-    from service.server import build_service, is_loopback
-    from service.settings import ServiceSettings
+    from webgpt.agent.errors import ConfigurationError
+    from webgpt.service.server import build_service, is_loopback
+    from webgpt.service.settings import ServiceSettings
 
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5")
@@ -322,7 +321,7 @@ def test_without_api_keys_the_service_only_listens_on_loopback() -> None:
 def test_serve_refuses_a_bad_port_or_host_before_starting(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from service.cli import main
+    from webgpt.service.cli import main
 
     for argv, problem in [
         (["--port", "99999"], "port: Input should be less than or equal to 65535"),

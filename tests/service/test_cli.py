@@ -13,7 +13,7 @@ def test_sigterm_ends_a_command_as_ctrl_c_does(offline_store: Path) -> None:
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "webgpt.service.cli",
             "browse",
             "-q",
             "crows",

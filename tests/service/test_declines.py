@@ -7,8 +7,8 @@ import httpx
 import openai
 from webgpt_client import Client
 
-from agent.declines import decline_answer
 from tests.agent.fake_policy import Script
+from webgpt.agent.declines import decline_answer
 
 # The scripted policy browses to the Crow page for any question that names crows; its
 # answers are scripted, so here it declines.

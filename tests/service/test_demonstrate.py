@@ -12,21 +12,21 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.demonstrations import load_demonstrations, replay
-from agent.errors import ConfigurationError
-from browser.web import Web, WebOptions
-from reward.data import load_comparisons
-from service.demonstrating import DemonstrationSessions
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
 from tests.agent.fake_policy import Script
 from tests.service.answers import record_two_candidates
+from webgpt.agent.errors import ConfigurationError
+from webgpt.browser.web import Web, WebOptions
+from webgpt.learning.demonstrations import load_demonstrations, replay
+from webgpt.reward.data import load_comparisons
+from webgpt.service.demonstrating import DemonstrationSessions
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
 
 CROW_QUOTE = "Crows are birds of the genus Corvus."
 
 
 def export(db: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "service.cli", "feedback", "export", "--db", str(db)]
+    command = [sys.executable, "-m", "webgpt.service.cli", "feedback", "export", "--db", str(db)]
     return subprocess.run(
         [*command, "--out", str(out), *extra],
         capture_output=True,

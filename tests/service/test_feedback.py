@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 
-from reward.data import load_comparisons
 from tests.agent.fake_policy import Script
 from tests.service.answers import record_two_candidates
+from webgpt.reward.data import load_comparisons
 
 QUESTION = {"question": "crow corvus"}
 
@@ -59,7 +59,7 @@ def test_comparison_survives_a_restart_and_exports(
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "webgpt.service.cli",
             "feedback",
             "export",
             "--db",

@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from agent.answer import ScoredAnswer
-from agent.demonstrations import Demonstration, replay
-from agent.openai_policy import OpenAIPolicy
-from browser.chromium import CHROMIUM_ARGS, CHROMIUM_PATH
-from browser.web import Web, WebOptions
-from reward.data import parse_row
-from service.app import create_app
-from service.metrics import Metrics
-from service.serving import AnswerService
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
 from tests.agent.fake_policy import Script
 from tests.servers import serve
+from webgpt.agent.answer import ScoredAnswer
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.chromium import CHROMIUM_ARGS, CHROMIUM_PATH
+from webgpt.browser.web import Web, WebOptions
+from webgpt.learning.demonstrations import Demonstration, replay
+from webgpt.reward.data import parse_row
+from webgpt.service.app import create_app
+from webgpt.service.metrics import Metrics
+from webgpt.service.serving import AnswerService
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
 
 pytestmark = pytest.mark.slow
 CROW_QUOTE = "Crows are birds of the genus Corvus."

@@ -16,22 +16,22 @@ import pytest
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
-from agent.errors import ConfigurationError
-from agent.registry import PolicyRegistry
-from browser.web import Web, WebOptions
-from infra.checkpoints import load_manifest, point_alias
-from infra.errors import IncompatibleCheckpoint
-from service.app import create_app
-from service.metrics import Metrics
-from service.policies import Launcher, LoRAServer
-from service.server import policy_versions
-from service.serving import AnswerService
-from service.settings import ServiceSettings
-from service.store import FeedbackStore
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.agent.test_registry import make_adapter
 from tests.conftest import CROW_QUOTE
 from tests.servers import serve
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.registry import PolicyRegistry
+from webgpt.browser.web import Web, WebOptions
+from webgpt.infra.checkpoints import load_manifest, point_alias
+from webgpt.infra.errors import IncompatibleCheckpoint
+from webgpt.service.app import create_app
+from webgpt.service.metrics import Metrics
+from webgpt.service.policies import Launcher, LoRAServer
+from webgpt.service.server import policy_versions
+from webgpt.service.serving import AnswerService
+from webgpt.service.settings import ServiceSettings
+from webgpt.service.store import FeedbackStore
 
 QUESTION = {"question": "crow corvus", "max_actions": 10}
 

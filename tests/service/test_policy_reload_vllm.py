@@ -12,12 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from agent.model import BASE_VERSION, SHIPPED_ADAPTER, prepare_base_model, prepare_default_model
-from agent.registry import PolicyRegistry
-from infra.vllm_server import RunningServer, ServerConfig, serves, start, stop
-from service.policies import VLLMLauncher
 from tests.servers import free_port
 from tests.service.test_policy_reload import Outcome, policy_service, promote_under_load
+from webgpt.agent.model import (
+    BASE_VERSION,
+    SHIPPED_ADAPTER,
+    prepare_base_model,
+    prepare_default_model,
+)
+from webgpt.agent.registry import PolicyRegistry
+from webgpt.infra.vllm_server import RunningServer, ServerConfig, serves, start, stop
+from webgpt.service.policies import VLLMLauncher
 
 pytestmark = pytest.mark.slow
 

@@ -15,12 +15,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from agent.answer import AnswerResult, AnswerTimings, AnswerUsage, Candidate
-from agent.demonstrations import Demonstration, DemoStep
-from agent.errors import ConfigurationError
-from agent.trace import Reference
-from service.store import COMPARISONS, FeedbackStore
 from tests.servers import free_port
+from webgpt.agent.answer import AnswerResult, AnswerTimings, AnswerUsage, Candidate
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.trace import Reference
+from webgpt.learning.demonstrations import Demonstration, DemoStep
+from webgpt.service.store import COMPARISONS, FeedbackStore
 
 CROW = Reference(
     n=1,
@@ -178,7 +178,7 @@ def test_a_kill_9_during_a_burst_of_feedback_loses_nothing_acknowledged(
     }
     log = (tmp_path / "service.log").open("wb")
     service = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve"], env=env, stdout=log, stderr=log
+        [sys.executable, "-m", "webgpt.service.cli", "serve"], env=env, stdout=log, stderr=log
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -1,0 +1,259 @@
+"""`webgpt eval`: answer quality on questions with gold answers, and best-of-n estimates."""
+
+import argparse
+import asyncio
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from webgpt.agent.errors import ConfigurationError, DataError
+from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import offline_web
+from webgpt.evals.questions import Question, load_questions
+from webgpt.infra.vllm_server import print_progress
+
+if TYPE_CHECKING:
+    from webgpt.agent.episode import EpisodeConfig
+    from webgpt.evals.best_of_n import BestOfSamples
+    from webgpt.evals.evaluate import PolicyReport
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    evaluate = commands.add_parser(
+        "eval", help="measure answer quality on questions with gold answers"
+    )
+    evaluate.add_argument(
+        "--questions", type=Path, default=None, help="JSONL with question + gold_answers"
+    )
+    evaluate.add_argument("--split", default=None, help="only rows of this split (e.g. dev)")
+    evaluate.add_argument("--limit", type=int, default=0, help="at most this many questions")
+    evaluate.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="[LABEL=]TARGET",
+        help=f"repeatable: {POLICY_HELP}",
+    )
+    evaluate.add_argument("--policy-key", default=None)
+    evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
+    evaluate.add_argument("--max-actions", type=int, default=20)
+    evaluate.add_argument("--temperature", type=float, default=0.0)
+    evaluate.add_argument("--reward-model", type=Path, default=None, help="also score answers")
+    evaluate.add_argument("--json-out", type=Path, default=None, help="figures and outcomes")
+    evaluate.add_argument(
+        "--best-of",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: sample N answers per question (needs --reward-model and --temperature "
+        "> 0) and estimate the reward and correctness of best-of-n for n = 1..N; every later "
+        "--policy is compared with the first question by question, with standard errors",
+    )
+    evaluate.add_argument(
+        "--plot", type=Path, default=None, help="with --best-of or --pool: the curves as a PNG"
+    )
+    evaluate.add_argument(
+        "--pool",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="repeatable, instead of sampling: report the samples of earlier --best-of "
+        "--json-out files (the same policies, other questions: a question set evaluated in "
+        "parts) as one run, with its tables, paired differences, --plot and --json-out",
+    )
+    evaluate.add_argument("--store", type=Path, default=None, help="offline web file")
+    evaluate.set_defaults(run=_eval)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import json
+
+    from webgpt.evals.evaluate import format_table
+
+    if args.pool:
+        if args.questions is not None or args.best_of:
+            raise ConfigurationError("--pool reports earlier samples: no --questions or --best-of")
+        return _report_best_of(args, _pooled_samples(args.pool))
+    if args.questions is None:
+        raise ConfigurationError("eval needs --questions (or --pool)")
+    questions = load_questions(args.questions, args.split)
+    if args.limit:
+        questions = questions[: args.limit]
+    if args.best_of:
+        return _eval_best_of(args, questions)
+    if args.plot is not None:
+        raise ConfigurationError("--plot draws best-of-n curves: give --best-of N too")
+    targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
+    reports = [asyncio.run(_eval_one(args, target, questions)) for target in targets]
+    print(format_table(reports))
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps([r.to_json() for r in reports], indent=2))
+    return 0
+
+
+def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, SessionConfig]":
+    """The episode and session options of `webgpt eval`, with or without --best-of."""
+    from webgpt.agent.episode import EpisodeConfig
+
+    episode = EpisodeConfig(temperature=args.temperature, guided=not args.no_guided)
+    return episode, SessionConfig(max_actions=args.max_actions)
+
+
+async def _eval_one(
+    args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
+) -> "PolicyReport":
+    from webgpt.evals.evaluate import evaluate_policy, progress_bar
+
+    web = offline_web(args.store)
+    scorer = None
+    if args.reward_model is not None:
+        from webgpt.reward.factory import open_scorer
+
+        scorer = open_scorer(args.reward_model, None)
+    try:
+        episode, session = _episode_settings(args)
+        async with serving(target, args.policy_key, not args.no_guided) as policy:
+            return await evaluate_policy(
+                target.label,
+                policy,
+                web,
+                questions,
+                episode=episode,
+                session=session,
+                scorer=scorer,
+                progress=progress_bar(sys.stderr),
+            )
+    finally:
+        await web.aclose()
+        if scorer is not None:
+            await scorer.aclose()
+
+
+def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
+    from webgpt.evals.best_of_n import format_best_of
+
+    if args.reward_model is None:
+        raise ConfigurationError("--best-of needs --reward-model: it picks the best answer")
+    if args.temperature <= 0 or not 1 <= args.best_of <= 64:
+        raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
+    targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
+    labels = [target.label for target in targets]
+    if len(set(labels)) != len(labels):
+        raise ConfigurationError(f"policies need distinct labels (LABEL=TARGET), got {labels}")
+    collected = {}
+    for target in targets:
+        collected[target.label] = asyncio.run(_best_of_one(args, target, questions))
+        print(format_best_of(target.label, collected[target.label].table()))
+    return _report_best_of(args, collected, tables_printed=True)
+
+
+def _pooled_samples(paths: list[Path]) -> "dict[str, BestOfSamples]":
+    """Each policy's samples from earlier `--best-of --json-out` files, questions joined."""
+    import json
+
+    from webgpt.evals.best_of_n import BestOfSamples
+
+    pooled: dict[str, BestOfSamples] = {}
+    for path in paths:
+        try:
+            samples = json.loads(path.read_text())["samples"]
+            labels = list(samples)
+            if pooled and labels != list(pooled):
+                raise ValueError(f"policies {labels}, the first file's are {list(pooled)}")
+            for label in labels:
+                part = BestOfSamples.from_json(label, samples[label])
+                if label in pooled:
+                    pooled[label].extend(part)
+                else:
+                    pooled[label] = part
+        except OSError as error:
+            raise DataError(f"--pool {path}: {error.strerror or error}") from error
+        except (ValueError, KeyError, TypeError) as error:
+            raise DataError(f"--pool {path}: not a --best-of --json-out file: {error}") from error
+    return pooled
+
+
+def _report_best_of(
+    args: argparse.Namespace, collected: "dict[str, BestOfSamples]", tables_printed: bool = False
+) -> int:
+    """Best-of-n tables, every later policy paired with the first, --plot, --json-out."""
+    import json
+
+    from webgpt.evals.best_of_n import (
+        format_best_of,
+        format_paired,
+        paired_difference,
+        plot_best_of,
+    )
+
+    # every later policy against the first (e.g. RL against its BC parent), per question
+    [base, *others] = collected.values()
+    try:  # pooled files may disagree on N or on the questions
+        curves = {label: samples.table() for label, samples in collected.items()}
+        paired = {other.policy: paired_difference(base, other) for other in others}
+    except ValueError as error:
+        raise DataError(f"best-of samples: {error}") from error
+    if not tables_printed:
+        for label, table in curves.items():
+            print(format_best_of(label, table))
+    for label, differences in paired.items():
+        print(format_paired(base.policy, label, len(base.questions), differences))
+    if args.plot is not None:
+        plot_best_of(curves, str(args.plot))
+        print_progress(f"wrote {args.plot}")
+    if args.json_out is not None:
+        figures = {
+            "best_of": {
+                label: [dataclasses.asdict(r) for r in rows] for label, rows in curves.items()
+            },
+            "paired": {
+                label: {
+                    "against": base.policy,
+                    "rows": [_finite(dataclasses.asdict(r)) for r in rows],
+                }
+                for label, rows in paired.items()
+            },
+            "samples": {label: samples.to_json() for label, samples in collected.items()},
+        }
+        args.json_out.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+def _finite(row: dict[str, float]) -> dict[str, float | None]:
+    """JSON has no nan: an undefined figure (a standard error of one question) is null."""
+    return {key: None if math.isnan(value) else value for key, value in row.items()}
+
+
+async def _best_of_one(
+    args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
+) -> "BestOfSamples":
+    from webgpt.evals.best_of_n import sample_best_of
+    from webgpt.reward.factory import open_scorer
+
+    def progress(done: int, total: int) -> None:
+        if done % 10 == 0 or done == total:
+            print_progress(f"{target.label}: {done}/{total} questions sampled")
+
+    web = offline_web(args.store)
+    scorer = open_scorer(args.reward_model, None)
+    try:
+        episode, session = _episode_settings(args)
+        async with serving(target, args.policy_key, not args.no_guided) as policy:
+            return await sample_best_of(
+                target.label,
+                policy,
+                web,
+                scorer,
+                questions,
+                args.best_of,
+                episode=episode,
+                session=session,
+                progress=progress,
+            )
+    finally:
+        await web.aclose()
+        await scorer.aclose()

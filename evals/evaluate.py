@@ -1,0 +1,293 @@
+"""Answer quality, measured (`webgpt eval`): run the agent on questions with gold answers.
+
+Per policy:
+- correct: a gold answer occurs in the answer (both normalised as SQuAD does: lower case,
+  no punctuation or articles), over the factoid questions; a decline is never correct;
+- declined: the answer is a decline (agent.declines), over all questions, and apart over
+  the answerable ones (factoid and long-form: should be rare) and the unanswerable ones
+  (should be most);
+- long-form: the share of long-form answers with at least two sentences and two distinct
+  citations, and key-point coverage (the share of a question's key points the answer
+  states, a point stated when one of its phrases occurs in it, normalised);
+- cited: the answer cites at least one reference, over all questions;
+- faithful: every extract the answer cites occurs verbatim in the page it names, checked
+  by fetching that page again (a fresh page cache), over the answers that cite;
+- invalid-action rate (over all actions), actions per episode, wall time per question,
+  and optionally the reward model's mean score.
+"""
+
+import asyncio
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from webgpt.agent.answer import ScoredAnswer, Scorer
+from webgpt.agent.declines import is_declined
+from webgpt.agent.episode import CITATION, EpisodeConfig, EpisodeResult, run_episode
+from webgpt.agent.errors import PolicyError
+from webgpt.agent.policy import Policy
+from webgpt.agent.trace import Reference
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
+from webgpt.evals.questions import Kind, Question, contains_gold, normalize
+
+Progress = Callable[[int, int, "PolicyReport"], None]
+
+
+@dataclass
+class Outcome:
+    question: str
+    gold_answers: list[str]
+    answer: str | None
+    correct: bool
+    cited: bool
+    faithful: bool | None  # None: no citation to check
+    actions: int
+    invalid_actions: int
+    wall_s: float
+    end_reason: str | None
+    reward: float | None = None
+    error: str | None = None
+    kind: Kind = "factoid"
+    declined: bool = False
+    sentences: int = 0
+    distinct_citations: int = 0
+    key_points: float | None = None  # share of the key points stated (long-form)
+
+    @property
+    def long_enough(self) -> bool:
+        """WebGPT's answer style: two sentences or more, citing two quotes or more."""
+        return self.sentences >= 2 and self.distinct_citations >= 2
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentence_count(answer: str) -> int:
+    return len([s for s in _SENTENCE_END.split(answer.strip()) if len(s) > 1])
+
+
+def key_point_coverage(answer: str | None, key_points: Sequence[Sequence[str]]) -> float | None:
+    """The share of key points the answer states (one of a point's phrases occurs in it)."""
+    if not key_points:
+        return None
+    text = f" {normalize(answer or '')} "
+    stated = sum(any(f" {normalize(p)} " in text for p in point) for point in key_points)
+    return round(stated / len(key_points), 4)
+
+
+@dataclass
+class PolicyReport:
+    policy: str
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def figures(self) -> dict[str, float | int | str | None]:
+        done = self.outcomes
+        count = len(done)
+        checked = [o.faithful for o in done if o.faithful is not None]
+        actions = sum(o.actions for o in done)
+        rewards = [o.reward for o in done if o.reward is not None]
+        factoids = [o for o in done if o.kind == "factoid"]
+        longform = [o for o in done if o.kind == "longform"]
+        answerable = [o for o in done if o.kind != "unanswerable"]
+        unanswerable = [o for o in done if o.kind == "unanswerable"]
+        coverage = [o.key_points for o in longform if o.key_points is not None]
+        return {
+            "policy": self.policy,
+            "questions": count,
+            "correct": _share(sum(o.correct for o in factoids), len(factoids)),
+            "cited": _share(sum(o.cited for o in done), count),
+            "faithful": _share(sum(checked), len(checked)),
+            "invalid_action_rate": _share(sum(o.invalid_actions for o in done), actions),
+            "actions_median": statistics.median(o.actions for o in done) if done else None,
+            "actions_mean": round(actions / count, 2) if count else None,
+            "wall_s_median": round(statistics.median(o.wall_s for o in done), 2) if done else None,
+            "reward_mean": round(statistics.fmean(rewards), 4) if rewards else None,
+            "errors": sum(o.error is not None for o in done),
+            "declined": _share(sum(o.declined for o in done), count),
+            "declined_answerable": _share(sum(o.declined for o in answerable), len(answerable)),
+            "declined_unanswerable": _share(
+                sum(o.declined for o in unanswerable), len(unanswerable)
+            ),
+            "longform_two_citations": _share(sum(o.long_enough for o in longform), len(longform)),
+            "key_point_coverage": round(statistics.fmean(coverage), 4) if coverage else None,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"figures": self.figures(), "outcomes": [asdict(o) for o in self.outcomes]}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def cited_numbers(answer: str, references: Sequence[Reference]) -> list[int]:
+    return sorted({int(n) for n in CITATION.findall(answer) if 1 <= int(n) <= len(references)})
+
+
+async def is_faithful(web: Web, answer: str, references: Sequence[Reference]) -> bool | None:
+    """Every cited extract occurs in its page, fetched again; None when nothing is cited."""
+    cited = cited_numbers(answer, references)
+    if not cited:
+        return None
+    cache = web.new_cache()
+    try:
+        for n in cited:
+            reference = references[n - 1]
+            page = await cache.get(reference.url)
+            if page.kind == "error" or page.text_index.find(reference.extract) is None:
+                return False
+    finally:
+        await cache.aclose()
+    return True
+
+
+async def sample_episodes(
+    question: str, policy: Policy, web: Web, samples: int, *,
+    episode: EpisodeConfig, session: SessionConfig,
+) -> list[EpisodeResult]:  # fmt: skip
+    """samples episodes of one question at once on one page cache (a vLLM server batches
+    them): the N samples of comparisons and of best-of-n."""
+    cache = web.new_cache()
+    try:
+        browsers = [web.session(cache=cache, config=session) for _ in range(samples)]
+        return list(
+            await asyncio.gather(
+                *(run_episode(i, b, policy, question, episode) for i, b in enumerate(browsers))
+            )
+        )
+    finally:
+        await cache.aclose()
+
+
+async def evaluate_policy(
+    name: str,
+    policy: Policy,
+    web: Web,
+    questions: Sequence[Question],
+    *,
+    episode: EpisodeConfig,
+    session: SessionConfig,
+    scorer: Scorer | None = None,
+    verify_web: Web | None = None,
+    progress: Progress | None = None,
+) -> PolicyReport:
+    """One episode per question, one at a time (wall time per question is a figure)."""
+    report = PolicyReport(name)
+    for number, question in enumerate(questions, start=1):
+        started = time.perf_counter()
+        cache = web.new_cache()
+        browser = web.session(cache=cache, config=session)
+        try:
+            result = await run_episode(0, browser, policy, question.question, episode)
+        except PolicyError as error:
+            report.outcomes.append(
+                Outcome(
+                    question.question,
+                    question.gold_answers,
+                    None,
+                    False,
+                    False,
+                    None,
+                    0,
+                    0,
+                    time.perf_counter() - started,
+                    None,
+                    error=str(error),
+                    kind=question.kind,
+                    key_points=key_point_coverage(None, question.key_points),
+                )
+            )
+            continue
+        finally:
+            await cache.aclose()
+        wall_s = time.perf_counter() - started
+        answer = result.answer
+        faithful = (
+            await is_faithful(verify_web or web, answer, result.references) if answer else None
+        )
+        reward = None
+        if scorer is not None and answer and result.answer_prompt:
+            [reward] = await scorer.score(
+                [ScoredAnswer(question.question, result.answer_prompt, answer)]
+            )
+        declined = is_declined(answer)
+        report.outcomes.append(
+            Outcome(
+                question=question.question,
+                gold_answers=question.gold_answers,
+                answer=answer,
+                correct=bool(answer)
+                and not declined
+                and contains_gold(answer or "", question.gold_answers),
+                cited=bool(answer) and bool(cited_numbers(answer or "", result.references)),
+                faithful=faithful,
+                actions=result.actions,
+                invalid_actions=result.invalid_actions,
+                wall_s=wall_s,
+                end_reason=result.end_reason,
+                reward=reward,
+                kind=question.kind,
+                declined=declined,
+                sentences=sentence_count(answer or ""),
+                distinct_citations=len(cited_numbers(answer or "", result.references)),
+                key_points=key_point_coverage(answer, question.key_points),
+            )
+        )
+        if progress is not None:
+            progress(number, len(questions), report)
+    return report
+
+
+def format_table(reports: Sequence[PolicyReport]) -> str:
+    """The figures of each policy as a fixed-width table."""
+    columns = [
+        ("policy", "policy", "{}"),
+        ("n", "questions", "{}"),
+        ("correct", "correct", "{:.1%}"),
+        ("cited", "cited", "{:.1%}"),
+        ("faithful", "faithful", "{:.1%}"),
+        ("declined", "declined", "{:.1%}"),
+        ("declined: answerable", "declined_answerable", "{:.1%}"),
+        ("declined: unanswerable", "declined_unanswerable", "{:.1%}"),
+        ("long-form 2+ cited", "longform_two_citations", "{:.1%}"),
+        ("key points", "key_point_coverage", "{:.1%}"),
+        ("invalid", "invalid_action_rate", "{:.1%}"),
+        ("actions p50", "actions_median", "{:g}"),
+        ("s/question p50", "wall_s_median", "{:.1f}"),
+        ("reward", "reward_mean", "{:.3f}"),
+    ]
+    rows = [[h for h, _, _ in columns]]
+    for report in reports:
+        figures = report.figures()
+        rows.append(
+            [
+                fmt.format(figures[key]) if figures[key] is not None else "-"
+                for _, key, fmt in columns
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def progress_bar(stream: Any) -> Progress:
+    """A one-line progress bar (redrawn in place on a terminal, every 10 lines otherwise)."""
+
+    def show(done: int, total: int, report: PolicyReport) -> None:
+        figures = report.figures()
+        filled = round(20 * done / max(total, 1))
+        text = (
+            f"[{'#' * filled}{'.' * (20 - filled)}] {done}/{total} {report.policy}: "
+            f"correct {figures['correct'] or 0:.0%}, s/question {figures['wall_s_median']}"
+        )
+        if stream.isatty():
+            print("\r" + text, end="\n" if done == total else "", file=stream, flush=True)
+        elif done % 10 == 0 or done == total:
+            print(text, file=stream, flush=True)
+
+    return show

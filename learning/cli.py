@@ -1,0 +1,411 @@
+"""`webgpt demos generate`, `webgpt train bc|rl|verl`, `webgpt browse` and
+`webgpt comparisons generate`."""
+
+import argparse
+import asyncio
+import dataclasses
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from webgpt.agent.errors import ConfigurationError, DataError
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
+from webgpt.browser.cli import add_web_arguments, web_options
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web, WebOptions, offline_web
+from webgpt.evals.questions import Question, load_questions
+from webgpt.infra.vllm_server import print_progress
+from webgpt.learning.demonstrations import Demonstration, Recorder, write_demonstrations
+from webgpt.learning.question_generator import generate_questions
+from webgpt.reward.cli import add_dataclass_options
+
+if TYPE_CHECKING:
+    from webgpt.learning.comparisons import QuotedQuestion
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    demos = commands.add_parser("demos", help="demonstrations for behavior cloning")
+    demo_commands = demos.add_subparsers(dest="demos_command", required=True)
+    generate = demo_commands.add_parser(
+        "generate", help="write demonstrations (JSONL) by the scripted demonstrator or a teacher"
+    )
+    source = generate.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--scripted", action="store_true", help="the scripted demonstrator on the offline web"
+    )
+    source.add_argument("--policy-url", help="a teacher model's OpenAI-compatible URL (…/v1)")
+    generate.add_argument("--policy-model", help="the teacher's model name at --policy-url")
+    generate.add_argument("--policy-key", default=None)
+    generate.add_argument("--out", type=Path, required=True, help="demonstrations JSONL")
+    generate.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        help="questions JSONL (default: from the offline web)",
+    )
+    generate.add_argument(
+        "--questions-out", type=Path, default=None, help="also write the questions used (JSONL)"
+    )
+    generate.add_argument(
+        "--per-split",
+        default="train=1200,dev=150,test=150",
+        help="questions per split, e.g. train=1200,dev=150,test=150",
+    )
+    generate.add_argument("--detour-share", type=float, default=0.3)
+    generate.add_argument("--attempts", type=int, default=2, help="teacher: tries per question")
+    generate.add_argument("--temperature", type=float, default=0.8, help="teacher sampling")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--store", type=Path, default=None, help="offline web file")
+    generate.set_defaults(run=_generate)
+
+    check = demo_commands.add_parser(
+        "check", help="validate files and replay demonstrations on the offline web"
+    )
+    check.add_argument("files", type=Path, nargs="+")
+    check.add_argument("--store", type=Path, default=None, help="offline web file")
+    check.add_argument("--no-replay", action="store_true", help="only validate the schema")
+    check.set_defaults(run=_check)
+
+    browse = commands.add_parser(
+        "browse", help="browse interactively: commands on stdin, observations on stdout"
+    )
+    browse.add_argument("--question", "-q", required=True)
+    browse.add_argument("--max-actions", type=int, default=100)
+    browse.add_argument(
+        "--no-censor", action="store_true", help="show pages that contain the question"
+    )
+    browse.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append the episode to FILE as a demonstration; after `End: Answer` the "
+        "remaining input lines are the answer",
+    )
+    browse.add_argument("--gold", action="append", default=[], help="a gold answer (recorded)")
+    add_web_arguments(browse, with_engine=True)
+    browse.set_defaults(run=_browse)
+
+    comparisons = commands.add_parser("comparisons", help="comparisons for the reward model")
+    comparison_commands = comparisons.add_subparsers(dest="comparisons_command", required=True)
+    synthetic = comparison_commands.add_parser(
+        "generate",
+        help="sample answers from a policy and label every pair by rule (gold answer, "
+        "faithful citations): synthetic comparisons for `webgpt train rm`",
+    )
+    source = synthetic.add_mutually_exclusive_group(required=True)
+    source.add_argument("--questions", type=Path, help="questions JSONL")
+    source.add_argument(
+        "--quotes-from",
+        type=Path,
+        metavar="DEMOS",
+        help="demonstrations JSONL: --samples answers are written from each one's quotes, "
+        "with no browsing (questions, gold answers and splits from the file; answer-level "
+        "pairs at the cost of the answers alone)",
+    )
+    synthetic.add_argument("--split", default="train", help="only rows of this split")
+    synthetic.add_argument("--limit", type=int, default=0, help="at most this many questions")
+    synthetic.add_argument("--policy", default="default", metavar="TARGET", help=POLICY_HELP)
+    synthetic.add_argument("--policy-key", default=None)
+    synthetic.add_argument("--samples", type=int, default=4, help="answers per question")
+    synthetic.add_argument(
+        "--answer-only",
+        action="store_true",
+        help="one browsing episode a question and --samples answers from its quotes (the "
+        "pairs differ only in the answer, as in RL's answer-only groups; cheaper a row)",
+    )
+    synthetic.add_argument("--temperature", type=float, default=0.9)
+    synthetic.add_argument("--max-actions", type=int, default=20)
+    synthetic.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
+    synthetic.add_argument("--store", type=Path, default=None, help="offline web file")
+    synthetic.set_defaults(run=_generate_comparisons)
+
+
+def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from webgpt.learning.bc import BCTrainConfig
+    from webgpt.learning.rl.config import RLTrainConfig
+    from webgpt.learning.rl.verl import VerlRunConfig
+
+    bc = kinds.add_parser("bc", help="behavior cloning on demonstrations")
+    add_dataclass_options(bc, BCTrainConfig)
+    bc.set_defaults(run=_train_bc)
+    rl = kinds.add_parser(
+        "rl", help="RL in the browsing environment against a reward model (TRL GRPO, KL to BC)"
+    )
+    add_dataclass_options(rl, RLTrainConfig)
+    rl.set_defaults(run=_train_rl)
+    verl = kinds.add_parser(
+        "verl",
+        help="prepare PPO on many GPUs with verl: data, agent-loop config, launch command",
+    )
+    add_dataclass_options(verl, VerlRunConfig)
+    verl.set_defaults(run=_train_verl)
+
+
+def _per_split(spec: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for part in spec.split(","):
+        name, _, number = part.partition("=")
+        if name.strip() not in ("train", "dev", "test") or not number.strip().isdigit():
+            raise ConfigurationError(f"--per-split wants train=N,dev=N,test=N, not {spec!r}")
+        counts[name.strip()] = int(number)
+    return counts
+
+
+# What a generated set is made of: mostly factoids, then long-form and unanswerable ones.
+KIND_SHARES = {"factoid": 0.6, "longform": 0.25, "unanswerable": 0.15}
+
+
+def pick_questions(
+    questions: list[Question], per_split: dict[str, int], seed: int
+) -> list[Question]:
+    """Up to N questions of each split, kinds in KIND_SHARES and, within a kind, styles
+    balanced (no factoid style over a third, no other style over two thirds)."""
+    rng = random.Random(seed)
+    shuffled = sorted(questions, key=lambda q: (q.question, q.url or ""))
+    rng.shuffle(shuffled)
+    picked: list[Question] = []
+    for split, wanted in per_split.items():
+        for kind, share in KIND_SHARES.items():
+            quota = round(wanted * share)
+            # factoids have many styles, a third each at most; the other kinds have two or
+            # three, and one (a two-page question, a future event) can be rare
+            cap = max(1, -(-quota // 3) if kind == "factoid" else -(-quota * 2 // 3))
+            styles: Counter[str] = Counter()
+            for question in shuffled:
+                if sum(styles.values()) >= quota:
+                    break
+                if question.split != split or question.kind != kind:
+                    continue
+                if styles[question.style or ""] >= cap:
+                    continue
+                picked.append(question)
+                styles[question.style or ""] += 1
+    return picked
+
+
+def _generate(args: argparse.Namespace) -> int:
+    if args.policy_url and not args.policy_model:
+        raise ConfigurationError("--policy-url needs --policy-model")
+    return asyncio.run(_generate_async(args))
+
+
+async def _generate_async(args: argparse.Namespace) -> int:
+    from webgpt.learning.scripted import ScriptedConfig, demonstrate
+
+    web = offline_web(args.store)
+    try:
+        if args.questions is not None:
+            questions = load_questions(args.questions)
+        else:
+            assert web.offline is not None
+            questions = pick_questions(
+                list(generate_questions(web.offline, seed=args.seed)),
+                _per_split(args.per_split),
+                args.seed,
+            )
+        if args.questions_out is not None:
+            args.questions_out.write_text("".join(q.model_dump_json() + "\n" for q in questions))
+        rng = random.Random(args.seed)
+        config = ScriptedConfig(detour_share=args.detour_share)
+        demos: list[Demonstration] = []
+        teacher = None
+        if args.policy_url:
+            teacher = OpenAIPolicy(
+                args.policy_url, args.policy_model, api_key=args.policy_key, guided=True
+            )
+        for number, question in enumerate(questions, start=1):
+            if teacher is None:
+                session = web.session(
+                    config=SessionConfig(max_actions=rng.choice(config.max_actions))
+                )
+                demo = await demonstrate(question, session, rng, config)
+            else:
+                from webgpt.learning.teacher import teacher_demonstration
+
+                demo = await teacher_demonstration(
+                    question, web, teacher, attempts=args.attempts, temperature=args.temperature
+                )
+            if demo is not None:
+                demos.append(demo)
+            if number % 50 == 0 or number == len(questions):
+                print_progress(f"{number}/{len(questions)} questions, {len(demos)} demonstrations")
+        if teacher is not None:
+            await teacher.aclose()
+    finally:
+        await web.aclose()
+    count = write_demonstrations(args.out, demos)
+    splits = Counter(d.split or "-" for d in demos)
+    print_progress(f"wrote {count} demonstrations to {args.out} ({dict(splits)})")
+    return 0 if count else 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    return asyncio.run(_check_async(args))
+
+
+async def _check_async(args: argparse.Namespace) -> int:
+    from webgpt.learning.demonstrations import load_demonstrations, replay
+
+    demos, report = load_demonstrations(args.files)
+    print(report.summary())
+    failures = len(report.skipped)
+    if not args.no_replay:
+        web = offline_web(args.store)
+        try:
+            for demo in demos:
+                problems = await replay(demo, web.session())
+                if problems:
+                    failures += 1
+                    print(f"{demo.id}: {'; '.join(problems)}")
+        finally:
+            await web.aclose()
+        print(f"replayed {len(demos)} demonstrations: {failures} problems")
+    return 1 if failures else 0
+
+
+def _train_bc(args: argparse.Namespace) -> int:
+    from webgpt.learning.bc import BCTrainConfig, train_bc  # torch: only when training
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(BCTrainConfig)}
+    result = train_bc(BCTrainConfig(**values), log=print_progress)
+    print(result.checkpoint)
+    return 0
+
+
+def _train_rl(args: argparse.Namespace) -> int:
+    from webgpt.learning.rl.config import RLTrainConfig
+    from webgpt.learning.rl.trainer import train_rl  # torch and TRL: only when training
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RLTrainConfig)}
+    result = train_rl(RLTrainConfig(**values), log=print_progress)
+    print(result.checkpoint)
+    return 0
+
+
+def _train_verl(args: argparse.Namespace) -> int:
+    from webgpt.learning.rl.verl import VerlRunConfig, prepare_verl_run
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(VerlRunConfig)}
+    script = prepare_verl_run(VerlRunConfig(**values))
+    print(f"prepared; launch it (verl installed, from this checkout): sh {script}")
+    return 0
+
+
+def _browse(args: argparse.Namespace) -> int:
+    return asyncio.run(browse(args, sys.stdin, sys.stdout))
+
+
+async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> int:
+    """A person drives the policy's browser; with --record the episode becomes a
+    demonstration (source "person") appended to the file."""
+    web = Web(web_options(args, engine=args.engine or WebOptions.from_env().engine))
+    lines = iter(commands_in)
+    try:
+        session = web.session(
+            config=SessionConfig(max_actions=args.max_actions, censor=not args.no_censor)
+        )
+        recorder = Recorder(session, args.question)
+        print(recorder.observation, file=out, flush=True)
+        for line in lines:
+            if not line.strip():
+                continue
+            result = await recorder.step(line.rstrip("\n"))
+            print(f"\n# {result.event.model_dump_json(exclude_none=True)}\n", file=out)
+            print(result.observation, file=out, flush=True)
+            if result.done:
+                break
+        print(file=out)
+        if session.end_reason == "answer" and session.quotes:
+            print("♦Answer prompt", file=out)
+            print(session.answer_prompt(), file=out)
+        elif session.end_reason == "answer":
+            print("Browsing ended without quotes: there is nothing to answer from.", file=out)
+        else:
+            print(f"Browsing ended: {session.end_reason or 'no more commands'}", file=out)
+        if args.record is not None:
+            answer = " ".join(line.strip() for line in lines if line.strip()) or None
+            if not recorder.steps:
+                raise ConfigurationError("nothing to record: no command was given")
+            demo = recorder.finish(
+                id=f"person-{random.getrandbits(64):016x}",
+                source="person",
+                answer=answer,
+                gold_answers=args.gold,
+            )
+            args.record.parent.mkdir(parents=True, exist_ok=True)
+            with args.record.open("a", encoding="utf-8") as file:
+                file.write(demo.to_json() + "\n")
+            print(f"# recorded {len(demo.steps)} steps to {args.record}", file=out)
+    finally:
+        await web.aclose()
+    return 0
+
+
+def _generate_comparisons(args: argparse.Namespace) -> int:
+    if not 1 <= args.samples <= 64:
+        raise ConfigurationError("--samples must be between 1 and 64")
+    questions: list[Question] | list[QuotedQuestion]
+    if args.quotes_from:
+        questions = _quoted_questions(args.quotes_from, args.split)
+    else:
+        questions = load_questions(args.questions, args.split)
+    if args.limit:
+        questions = questions[: args.limit]
+    target = parse_policy_target(args.policy)
+    return asyncio.run(_generate_comparisons_async(args, target, questions))
+
+
+def _quoted_questions(path: Path, split: str) -> "list[QuotedQuestion]":
+    from webgpt.learning.comparisons import quoted_question
+    from webgpt.learning.demonstrations import load_demonstrations
+
+    demos, report = load_demonstrations([path], splits=[split])
+    print_progress(report.summary())
+    quoted = [q for q in map(quoted_question, demos) if q is not None]
+    if len(quoted) < len(demos):
+        print_progress(f"{len(demos) - len(quoted)} demonstrations without quotes or gold answers")
+    if not quoted:
+        raise DataError(f"{path} has no demonstrations with quotes and gold answers in {split!r}")
+    return quoted
+
+
+async def _generate_comparisons_async(
+    args: argparse.Namespace,
+    target: PolicyTarget,
+    questions: "list[Question] | list[QuotedQuestion]",
+) -> int:
+    import json
+
+    from webgpt.agent.episode import EpisodeConfig
+    from webgpt.learning.comparisons import GenerationReport, generate_comparisons
+
+    def progress(done: int, report: GenerationReport) -> None:
+        if done % 10 == 0 or done == len(questions):
+            print_progress(f"{done}/{len(questions)}: {report.summary()}")
+
+    web = offline_web(args.store)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_name(args.out.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            async with serving(target, args.policy_key, guided=True) as policy:
+                report = await generate_comparisons(
+                    questions,
+                    policy,
+                    web,
+                    lambda row: out.write(json.dumps(row) + "\n"),
+                    samples=args.samples,
+                    answer_only=args.answer_only,
+                    episode=EpisodeConfig(temperature=args.temperature),
+                    session=SessionConfig(max_actions=args.max_actions),
+                    progress=progress,
+                )
+    finally:
+        await web.aclose()
+    partial.replace(args.out)  # a file that is there is complete
+    print_progress(f"wrote {args.out}: {report.summary()}")
+    return 0 if report.rows else 1

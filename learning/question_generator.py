@@ -1,0 +1,954 @@
+"""Questions with gold answers, generated from the pages of the offline web.
+
+Three kinds of question, the three a person asks:
+- factoid: one page, the sentence that answers it (`evidence`), the gold answers a correct
+  answer must contain, and a short reference answer that states the fact and cites it.
+  Many relations, each in several phrasings (who / which / what / name a / in what year /
+  how many / roughly how many / to which ...), drawn from any sentence of a Wikipedia
+  summary, some asking for the page's own subject without naming it; and what / how / why
+  about functions and methods of the Python docs.
+- longform: how / why / what-is questions answered in 2-5 sentences, each citing the quote
+  it comes from (`supporting`: the sentences to quote, from one or two pages).
+- unanswerable: future events, made-up entities and details no page holds; the right
+  answer is a decline (agent.declines).
+Splits are by page (a hash of the URL; of the question for made-up ones), so no dev or
+test page is ever trained on.
+
+The question format, the page splits and gold matching are evals.questions; `webgpt eval`
+reads what this writes.
+"""
+
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import lxml.html
+
+from webgpt.agent.declines import decline_answer
+from webgpt.browser.offline import OfflineWeb
+from webgpt.evals.questions import Question, Split, normalize, split_of
+
+# The answer grammar (agent.grammar.answer_regex) wants the first citation within
+# FIRST_CITATION_CHARS; reference answers put it right after the fact.
+MAX_LEAD_CHARS = 110
+DOCS_CLAUSE_CHARS = 56  # a docs entry's gold phrase: the start of its first sentence
+PYTHON_DOCS_PAGE_WEIGHT = 4
+
+
+# -- Wikipedia summaries ---------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_LIFE = re.compile(
+    r"^(?P<what>[^()]{3,60}?) \((?:c\. )?(?P<born>\d{3,4}) ?[–-] ?(?:c\. )?(?P<died>\d{3,4})\)$"
+)
+# "X is a <kind of thing>": the phrase ends before a clause, a participle ("an engineering
+# discipline concerned with …" → "engineering discipline") or a comma; "a unit of energy"
+# keeps its "of" complement, since "unit" alone says nothing.
+_IS_A = re.compile(
+    r"^(?P<subject>(?:The |A |An )?[^.,;()]{1,60}?) (?P<verb>is|are|was|were) "
+    r"(?P<article>a|an|the) (?P<what>[a-z][a-z-]+(?: (?![a-z]+(?:ed|ing)\b)[a-z-]+){0,4}?"
+    r"(?: of (?:the )?[A-Za-z-]+(?: [a-z-]+)?)?)"
+    r"(?= that| which| who| whose| in| for| from| with| and| by| used| [a-z]+(?:ed|ing)\b|,|\.)"
+)
+_VAGUE_KINDS = {"name", "term", "type", "kind", "form", "state", "part", "member", "set"}
+_MADE_BY = re.compile(
+    r"\b(?P<verb>painted|written|invented|discovered|founded|composed|designed|directed|"
+    r"developed|created|established) by (?P<who>(?:[A-Z][\w.'-]+)(?: (?:de |da |van |von )?"
+    r"[A-Z][\w.'-]+){0,3})"
+)
+_ACTIVE = {"written": "wrote"}
+_IN_YEAR = re.compile(
+    r"\b(?P<verb>founded|established|built|completed|discovered|invented|published|released|"
+    r"formed|signed|launched|opened)\b[^.]{0,40}?\bin (?P<year>\d{4})\b"
+)
+_POPULATION = re.compile(
+    r"population of (?:about |around |over |approximately |more than |nearly |roughly )?"
+    r"(?P<number>\d[\d,.]*(?: (?:million|billion))?)"
+)
+_PLACE = re.compile(
+    r"\b(?P<kind>city|town|country|river|mountain|island|lake|state|region|capital|village|"
+    r"province|county|peninsula|desert)\b(?: [a-z]+){0,3}? (?:in|of|on) (?:the )?"
+    r"(?P<place>[A-Z][\w'-]+(?: [A-Z][\w'-]+){0,3})"
+)
+
+
+def _vague(kind: str, rest: str) -> bool:
+    """A kind of thing no answer can be checked against: "a name", or one word before a
+    comma or "and", which is an adjective ("a dense, towering cloud")."""
+    return kind in _VAGUE_KINDS or (" " not in kind and rest.startswith((",", " and")))
+
+
+def _golds(gold: str) -> list[str]:
+    """The gold answer, and its first half when it joins two ("German composer and
+    conductor": "German composer" is right too)."""
+    first = gold.split(" and ")[0]
+    return [gold, first] if first != gold and " " in first else [gold]
+
+
+def _lead(text: str, gold: str) -> str | None:
+    """`text [1].` when short enough for the answer grammar, else None."""
+    text = " ".join(text.split()).rstrip(" .,;:")
+    return f"{text} [1]." if len(text) <= MAX_LEAD_CHARS and gold in text else None
+
+
+def _subject(title: str, sentence: str) -> str:
+    """The title as the sentence names it: 'the Mona Lisa' when it says 'The Mona Lisa'."""
+    return f"the {title}" if sentence.startswith(f"The {title}") else title
+
+
+def wikipedia_questions(
+    url: str, title: str, description: str, sentences: list[str], topic: str, rng: random.Random
+) -> Iterator[Question]:
+    """Questions one Wikipedia summary answers (each style that its text supports)."""
+
+    def ask(style: str, question: str, gold: str, evidence: str, answer: str | None) -> Question:
+        return Question(
+            question=question,
+            gold_answers=_golds(gold),
+            url=url,
+            title=title,
+            evidence=evidence,
+            answer=answer or f"{gold} [1].",
+            style=style,
+        )
+
+    life = _LIFE.match(description) if topic == "People" else None
+    if life:
+        what, born, died = life["what"], life["born"], life["died"]
+        yield ask(
+            "when",
+            rng.choice(
+                [
+                    f"When was {title} born?",
+                    f"In which year was {title} born?",
+                    f"What year was {title} born in?",
+                ]
+            ),
+            born,
+            description,
+            _lead(f"{title} was born in {born}", born),
+        )
+        yield ask(
+            "when",
+            rng.choice([f"When did {title} die?", f"In what year did {title} die?"]),
+            died,
+            description,
+            _lead(f"{title} died in {died}", died),
+        )
+        article = "an" if what[:1].lower() in "aeiou" else "a"
+        yield ask(
+            "who",
+            f"Who was {title}?",
+            what,
+            description,
+            _lead(f"{title} was {article} {what}", what),
+        )
+    for sentence in sentences[:3]:
+        made = _MADE_BY.search(sentence)
+        if made and made["who"] != title and len(title) < 40:
+            verb = _ACTIVE.get(made["verb"], made["verb"])
+            thing = _subject(title, sentences[0])
+            yield ask(
+                "who",
+                f"Who {verb} {thing}?",
+                made["who"],
+                sentence,
+                _lead(
+                    f"{thing[:1].upper() + thing[1:]} was {made['verb']} by {made['who']}",
+                    made["who"],
+                ),
+            )
+            break
+    for sentence in sentences[:4]:
+        dated = _IN_YEAR.search(sentence)
+        if dated and title in sentence:
+            thing = _subject(title, sentences[0])
+            year = dated["year"]
+            yield ask(
+                "when",
+                rng.choice(
+                    [
+                        f"When was {thing} {dated['verb']}?",
+                        f"In which year was {thing} {dated['verb']}?",
+                    ]
+                ),
+                year,
+                sentence,
+                _lead(f"{thing[:1].upper() + thing[1:]} was {dated['verb']} in {year}", year),
+            )
+            break
+    for sentence in sentences[:4]:
+        population = _POPULATION.search(sentence)
+        if population:
+            number = population["number"].rstrip(".,")
+            yield ask(
+                "how many",
+                rng.choice(
+                    [f"How many people live in {title}?", f"What is the population of {title}?"]
+                ),
+                number,
+                sentence,
+                _lead(f"{title} has a population of {number}", number),
+            )
+            break
+    if sentences:
+        first = sentences[0]
+        place = _PLACE.search(first)
+        # "in the Indian state of Gujarat": the capitalised words are an adjective, not a place
+        demonym = place is not None and re.match(r" [a-z]", first[place.end() :]) is not None
+        if place and title in first and place["place"] != title and not demonym:
+            where = place["place"]
+            style = rng.choice(["where", "which"])
+            yield ask(
+                style,
+                f"Where is {title}?"
+                if style == "where"
+                else f"In which country or region is the {place['kind']} {title}?",
+                where,
+                first,
+                _lead(f"{title} is a {place['kind']} in {where}", where),
+            )
+        is_a = _IS_A.match(first)
+        if is_a and not life and not _vague(is_a["what"], first[is_a.end() :]):
+            subject = is_a["subject"]
+            what = is_a["what"].strip()
+            verb = is_a["verb"]
+            lead = f"{subject} {verb} {is_a['article']} {what}"
+            yield ask(
+                "what",
+                rng.choice(
+                    [
+                        f"What {verb} {subject[:1].lower() + subject[1:]}?",
+                        f"What kind of thing {verb} {title}?",
+                    ]
+                ),
+                what,
+                first,
+                _lead(lead, what),
+            )
+
+
+def _wikipedia_page(body: bytes) -> tuple[str, list[str], str]:
+    """(description, sentences of the summary, topic) of a page built by browser.corpus."""
+    doc = lxml.html.document_fromstring(body)
+    description, topic = "", ""
+    sentences: list[str] = []
+    for p in doc.xpath("//main/p"):
+        text = " ".join(p.text_content().split())
+        if p.find("i") is not None and not description and len(p) == 1:
+            description = text
+        elif text.startswith("Topic: "):
+            topic = text.removeprefix("Topic: ")
+        elif p.find("small") is None:
+            sentences += _SENTENCE.split(text)
+    return description, [s for s in sentences if s], topic
+
+
+# -- Relations from any sentence of a summary -------------------------------------------
+#
+# Each relation is a pattern over one sentence that names the page's subject (its title, or
+# "It"/"He"/"She"/"They" opening a later sentence), the gold it captures, and the ways a
+# person asks for it. Phrasings are drawn at random, so one relation reads many ways.
+
+_NAME = r"[A-Z][\w.'’-]+(?: (?:de |da |van |von |of |the |al-|bin )?[A-Z][\w.'’-]+){0,4}"
+_NUMBER = r"\d[\d,.]*(?: (?:million|billion|thousand))?"
+_ABOUT = r"(?:about |around |over |approximately |more than |nearly |roughly |some |almost )?"
+_UNIT = (
+    r"(?:square kilometres|square kilometers|square miles|km2|km²|sq mi|kilometres|kilometers|"
+    r"km|metres|meters|m|miles|mi|feet|ft)"
+)
+
+
+@dataclass(frozen=True)
+class Relation:
+    style: str
+    pattern: re.Pattern[str]
+    asks: tuple[str, ...]  # phrasings; {s} is the subject, other fields come from the match
+    gold: str  # the group that is the answer
+    lead: str  # the reference answer's statement
+    # Also from a later sentence that opens with "It"/"He"/...: only where the pronoun is
+    # reliably the subject of the relation (a capital, a year of founding), not where the
+    # sentence is about something else it mentions ("the film she starred in, directed by").
+    later: bool = True
+    people: bool = True  # asked about a person too ("where is <a person>" is not)
+    max_gap: int = 200  # characters from the subject's name to the relation
+
+
+RELATIONS = (
+    Relation(
+        "capital",
+        re.compile(
+            rf"\b(?:[Ii]ts|[Tt]he) capital(?: and (?:largest|most populous) city)?"
+            rf"(?: city)? is (?P<x>{_NAME})"
+        ),
+        (
+            "What is the capital of {s}?",
+            "what's the capital city of {s}",
+            "Which city is the capital of {s}?",
+            "Name the capital of {s}.",
+        ),
+        "x",
+        "The capital of {s} is {x}",
+    ),
+    Relation(
+        "made by",
+        re.compile(
+            rf"\b(?P<verb>directed|produced|written|composed|designed|developed|founded|"
+            rf"invented|discovered|painted|built|created|established|led|written and "
+            rf"directed) by (?P<x>{_NAME})"
+        ),
+        (
+            "Who {verb_active} {s}?",
+            "{s} was {verb} by whom?",
+            "who {verb_active} {s}",
+            "Which person {verb_active} {s}?",
+        ),
+        "x",
+        "{S} was {verb} by {x}",
+        later=False,
+        max_gap=70,
+    ),
+    Relation(
+        "when",
+        re.compile(
+            r"\b(?P<verb>founded|established|built|completed|discovered|invented|"
+            r"published|released|formed|signed|launched|opened|introduced|premiered|"
+            r"adopted|first described)\b[^.]{0,40}?\bin (?P<x>\d{3,4})\b"
+        ),
+        (
+            "In what year was {s} {verb}?",
+            "When was {s} {verb}?",
+            "what year was {s} {verb}",
+            "{s} was {verb} in which year?",
+        ),
+        "x",
+        "{S} was {verb} in {x}",
+    ),
+    Relation(
+        "taxonomy",
+        re.compile(
+            r"\b(?:in|of) the (?P<rank>family|genus|order|class|subfamily) "
+            r"(?P<x>[A-Z][a-z]+(?:idae|inae|aceae|ales|formes|[a-z]))"
+        ),
+        (
+            "To which {rank} does {s} belong?",
+            "What {rank} is {s} in?",
+            "which {rank} is {s} part of",
+            "Name the {rank} of {s}.",
+        ),
+        "x",
+        "{S} belongs to the {rank} {x}",
+    ),
+    Relation(
+        "known as",
+        re.compile(
+            rf"\b(?:also |commonly |sometimes |often |popularly )?(?:known|called|referred "
+            rf"to) as (?:the )?(?P<x>{_NAME}|[a-z][a-z-]+(?: [a-z-]+){{0,2}})(?=[,.;)]| or)"
+        ),
+        (
+            "What is {s} also known as?",
+            "What's another name for {s}?",
+            "{s} is also called what?",
+            "what else is {s} called",
+        ),
+        "x",
+        "{S} is also known as {x}",
+        later=False,
+        max_gap=25,
+    ),
+    Relation(
+        "located",
+        re.compile(
+            rf"\b(?:located|situated|lies|found|based) (?:in|on|at) (?:the )?"
+            rf"(?P<x>{_NAME})"
+        ),
+        (
+            "Where is {s} located?",
+            "Where is {s}?",
+            "where can you find {s}",
+            "In which place is {s} located?",
+        ),
+        "x",
+        "{S} is located in {x}",
+        people=False,
+    ),
+    Relation(
+        "speakers",
+        re.compile(
+            rf"\b(?:spoken by|speakers? of|native speakers) {_ABOUT}"
+            rf"(?P<x>{_NUMBER}) (?:people|native speakers|speakers)"
+        ),
+        (
+            "How many people speak {s}?",
+            "roughly how many speakers does {s} have",
+            "How many speakers of {s} are there?",
+        ),
+        "x",
+        "{S} has about {x} speakers",
+    ),
+    Relation(
+        "made of",
+        re.compile(
+            r"\b(?:made|composed|built|formed) (?:mainly |mostly |primarily |largely )?"
+            r"(?:of|from) (?P<x>[a-z][a-z-]+(?: [a-z-]+){0,2}?)(?=[,.;]| and| or| with)"
+        ),
+        ("What is {s} made of?", "what is {s} made from", "What material is {s} made of?"),
+        "x",
+        "{S} is made of {x}",
+        later=False,
+        people=False,
+    ),
+    Relation(
+        "part of",
+        re.compile(
+            rf"\b(?:is|are|was|were|forms?|formed) (?:a |an )?part of (?:the )?"
+            rf"(?P<x>{_NAME})"
+        ),
+        ("What is {s} part of?", "{s} is part of what?", "Which larger whole is {s} part of?"),
+        "x",
+        "{S} is part of {x}",
+    ),
+    Relation(
+        "dimension",
+        re.compile(
+            rf"\b(?:an? )?(?P<dim>width|length|height|area|depth|elevation|diameter|"
+            rf"surface area) of {_ABOUT}(?P<x>{_NUMBER} ?{_UNIT})(?![\w²])"
+        ),
+        (
+            "What is the {dim} of {s}?",
+            "How {adjective} is {s}?",
+            "how {adjective} is {s}",
+            "roughly what {dim} does {s} have",
+        ),
+        "x",
+        "The {dim} of {s} is {x}",
+    ),
+    Relation(
+        "share",
+        re.compile(
+            r"\b(?:about |around |over |approximately |nearly |roughly |some |almost )?"
+            r"(?P<x>\d+(?:\.\d+)?(?: per ?cent|%)) of (?:the |all |its )?"
+            r"(?P<what>[a-z][a-z' -]{2,40}?)(?=[,.;]| is| are| was| were| in| of)"
+        ),
+        (
+            "What percentage of {what} does {s} account for?",
+            "roughly what percent of {what} does {s} account for",
+        ),
+        "x",
+        "For {s}, the share of {what} is {x}",
+    ),
+    Relation(
+        "born in",
+        re.compile(rf"\b(?:was )?born in (?P<x>{_NAME})"),
+        ("Where was {s} born?", "where was {s} born", "In which place was {s} born?"),
+        "x",
+        "{S} was born in {x}",
+        later=False,
+    ),
+    Relation(
+        "language",
+        re.compile(r"\b(?:official|national) languages? (?:is|are|was) (?P<x>[A-Z][a-z]+)"),
+        (
+            "What language do people in {s} speak?",
+            "What is the official language of {s}?",
+            "which language is spoken in {s}",
+        ),
+        "x",
+        "The official language of {s} is {x}",
+    ),
+)
+_ACTIVE_VERBS = {"written": "wrote", "written and directed": "wrote and directed"}
+_ADJECTIVE = {
+    "width": "wide",
+    "length": "long",
+    "height": "tall",
+    "area": "big",
+    "depth": "deep",
+    "elevation": "high",
+    "diameter": "wide",
+    "surface area": "big",
+}
+_PRONOUN_START = re.compile(r"^(?:It|He|She|They|Its|His|Her|Their)\b")
+# A relative clause between the subject and the relation: it is about something else
+# ("Accra ... the Gulf of Guinea, which is part of the Atlantic").
+_RELATIVE = re.compile(r"\b(?:which|who|whose|that|where)\b")
+_NO_GOLD = {"one", "two", "three", "which", "whom", "them", "it", "these", "those"}
+
+
+def as_named(title: str, sentence: str) -> str:
+    """The title as a person types it: "bread" for Bread when the summary writes it in
+    lower case, "the Mona Lisa" when it says "The Mona Lisa", else the title."""
+    core = title.split(" (")[0]
+    if " " not in core and re.search(
+        rf"(?:^|\s)(?:[Aa]n? |[Tt]he )?{re.escape(core.lower())}\b", sentence
+    ):
+        return core.lower()
+    return _subject(core, sentence)
+
+
+def _about_subject(sentence: str, subject: str, index: int, start: int, relation: Relation) -> bool:
+    """The relation found at `start` is stated of the page's subject."""
+    at = sentence.find(subject)
+    if at < 0 and sentence.lower().startswith(subject.lower()):
+        at = 0
+    if at < 0:
+        if not (relation.later and index > 0 and _PRONOUN_START.match(sentence)):
+            return False
+        at = 0
+    gap = sentence[at + len(subject) : start]
+    return at <= start and len(gap) <= relation.max_gap and not _RELATIVE.search(gap)
+
+
+def relation_questions(
+    url: str, title: str, sentences: list[str], topic: str, rng: random.Random
+) -> Iterator[Question]:
+    """Factoid questions from every sentence of a summary that states a known relation."""
+    subject = title.split(" (")[0]
+    thing = as_named(title, sentences[0]) if sentences else subject
+    seen: set[str] = set()
+    for index, sentence in enumerate(sentences):
+        for relation in RELATIONS:
+            if relation.style in seen or (topic == "People" and not relation.people):
+                continue
+            match = relation.pattern.search(sentence)
+            if match is None:
+                continue
+            if not _about_subject(sentence, subject, index, match.start(), relation):
+                continue
+            gold = match[relation.gold].strip(" .,;")
+            if not gold or normalize(gold) in normalize(subject) or len(gold) > 50:
+                continue
+            if gold.lower() in _NO_GOLD or match.groupdict().get("what", "x") in _NO_GOLD:
+                continue
+            fields = {key: value for key, value in match.groupdict().items() if value}
+            verb = fields.get("verb", "")
+            fields["verb_active"] = _ACTIVE_VERBS.get(verb, verb)
+            fields["adjective"] = _ADJECTIVE.get(fields.get("dim", ""), "big")
+            fields["s"] = thing
+            fields["S"] = thing[:1].upper() + thing[1:]
+            asked = rng.choice(relation.asks).format(**fields)
+            seen.add(relation.style)
+            yield Question(
+                question=asked[:1].upper() + asked[1:] if rng.random() < 0.8 else asked,
+                gold_answers=_golds(gold),
+                url=url,
+                title=title,
+                evidence=sentence,
+                answer=_lead(relation.lead.format(**fields), gold) or f"{gold} [1].",
+                style=f"{relation.style}" + ("" if index == 0 else " (later sentence)"),
+            )
+
+
+_SUPERLATIVE = re.compile(
+    r"^(?:The )?(?P<subject>[^,;()]{2,50}?) (?:is|was) (?:the )?(?P<rank>(?:second |third )?"
+    r"(?:largest|longest|highest|tallest|oldest|smallest|deepest|most populous|biggest|"
+    r"busiest|most widely spoken|most visited)) (?P<what>[a-z][a-z -]{2,40}?) "
+    r"(?P<prep>in|of|on) (?:the )?(?P<where>[A-Z][\w' -]{1,40}?)(?=[,.;]| by| and)"
+)
+
+
+def unnamed_subject_questions(
+    url: str, title: str, description: str, sentences: list[str], rng: random.Random
+) -> Iterator[Question]:
+    """Questions whose answer is the page's subject itself, asked without naming it:
+    "What is the longest river in Africa?" (the title's words are not in the question)."""
+    subject = title.split(" (")[0]
+    for sentence in sentences[:3]:
+        match = _SUPERLATIVE.match(sentence)
+        if match is None or subject not in match["subject"]:
+            continue
+        asked = rng.choice(
+            [
+                "What is the {rank} {what} {prep} {where}?",
+                "which {what} is the {rank} {prep} {where}",
+                "Name the {rank} {what} {prep} {where}.",
+            ]
+        ).format(**match.groupdict())
+        yield Question(
+            question=asked[:1].upper() + asked[1:],
+            gold_answers=[subject],
+            url=url,
+            title=title,
+            evidence=sentence,
+            answer=_lead(
+                f"{subject} is the {match['rank']} {match['what']} {match['prep']} "
+                f"{match['where']}",
+                subject,
+            )
+            or f"{subject} [1].",
+            style="unnamed subject",
+        )
+        return
+    # "Painting by Leonardo da Vinci": the description is what a person half remembers
+    anchored = re.search(r" [A-Z]", description) is not None  # names a place, a maker, ...
+    if anchored and not _LIFE.match(description) and 12 <= len(description) <= 70:
+        lowered = description[:1].lower() + description[1:]
+        words = set(normalize(subject).split())
+        if not words & set(normalize(description).split()):
+            asked = rng.choice(
+                [
+                    f"What is the name of the {lowered}?",
+                    f"what's the {lowered} called",
+                    f"Name the {lowered}.",
+                ]
+            )
+            yield Question(
+                question=asked[:1].upper() + asked[1:],
+                gold_answers=[subject],
+                url=url,
+                title=title,
+                evidence=sentences[0] if sentences else description,
+                answer=f"{subject} [1].",
+                style="unnamed subject",
+            )
+
+
+# -- Long-form: how / why / what-is, answered from two or more quotes ------------------
+
+MIN_SUPPORT_CHARS = 40
+MAX_SUPPORT_CHARS = 220
+_LONGFORM_ASKS = {
+    "People": (
+        "Who was {s}?",
+        "Tell me about {s}.",
+        "What is {s} known for?",
+        "who was {s} and why are they remembered",
+    ),
+    "Technology": (
+        "How does {s} work?",
+        "What is {s}?",
+        "Explain {s}.",
+        "what is {s} and what is it used for",
+    ),
+    "": (
+        "What is {s}?",
+        "Tell me about {s}.",
+        "Explain what {s} is.",
+        "What should I know about {s}?",
+        "why is {s} important",
+    ),
+}
+_RELATED_ASKS = (
+    "How is {s} related to {t}?",
+    "what do {s} and {t} have to do with each other",
+    "Tell me about {s} and {t}.",
+)
+
+
+def _supportable(sentence: str) -> bool:
+    return (
+        MIN_SUPPORT_CHARS <= len(sentence) <= MAX_SUPPORT_CHARS
+        and not re.search(r"[\[\]■]", sentence)
+        and not sentence.startswith("Text from Wikipedia")
+    )
+
+
+def longform_questions(
+    url: str,
+    title: str,
+    sentences: list[str],
+    topic: str,
+    rng: random.Random,
+    linked: tuple[str, str, list[str], str] | None = None,
+) -> Iterator[Question]:
+    """A how / why / what-is question answered by two or three sentences of the summary,
+    or, given a linked page (url, title, sentences), one comparing the two."""
+    subject = title.split(" (")[0]
+    usable = [s for s in sentences if _supportable(s)]
+    if len(usable) >= 2 and usable[0] == sentences[0]:
+        more = rng.sample(usable[1:], k=min(len(usable) - 1, rng.choice([1, 1, 2])))
+        supporting = [usable[0], *sorted(more, key=usable.index)]
+        asks = _LONGFORM_ASKS.get(topic, _LONGFORM_ASKS[""])
+        asked = rng.choice(asks).format(s=as_named(title, sentences[0]))
+        yield Question(
+            question=asked[:1].upper() + asked[1:],
+            kind="longform",
+            url=url,
+            title=title,
+            evidence=supporting[0],
+            supporting=supporting,
+            supporting_urls=[None] * len(supporting),
+            style="longform",
+        )
+    if linked is not None and usable and usable[0] == sentences[0]:
+        other_url, other_title, other_sentences, other_topic = linked
+        other = [s for s in other_sentences if _supportable(s)]
+        other_subject = other_title.split(" (")[0]
+        related = (
+            other_topic == topic and other_subject not in subject and subject not in other_subject
+        )
+        if related and other and other[0] == other_sentences[0]:
+            asked = rng.choice(_RELATED_ASKS).format(
+                s=as_named(title, sentences[0]), t=as_named(other_title, other[0])
+            )
+            yield Question(
+                question=asked[:1].upper() + asked[1:],
+                kind="longform",
+                url=url,
+                title=title,
+                evidence=usable[0],
+                supporting=[usable[0], other[0]],
+                supporting_urls=[None, other_url],
+                style="longform (two pages)",
+            )
+
+
+# -- Unanswerable: future events, made-up entities, details no page holds ---------------
+
+_EVENT = re.compile(
+    r"(?:Olympic Games|World Cup|Championship|Tour de France|Prize|Award|"
+    r"Super Bowl|Eurovision|Grand Prix|Open\b|Cup\b)"
+)
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "ver",
+    "an",
+    "dri",
+    "mo",
+    "sel",
+    "tas",
+    "quin",
+    "bor",
+    "el",
+    "ra",
+    "vin",
+    "cor",
+    "thu",
+    "mal",
+    "ze",
+    "pen",
+    "dor",
+    "ish",
+    "gal",
+    "rov",
+    "ny",
+    "bel",
+)
+_MADE_UP = {
+    "person": (
+        "When was {name} born?",
+        "What is {name} known for?",
+        "where did {name} die",
+        "Who was {name}?",
+        "What nationality was the scientist {name}?",
+    ),
+    "place": (
+        "What is the population of {place}?",
+        "Where is {place}?",
+        "which river flows through {place}",
+        "What is the capital of {place}?",
+    ),
+    "work": (
+        "Who wrote the novel {work}?",
+        "Who directed the film {work}?",
+        "when was the album {work} released",
+    ),
+}
+_MISSING_DETAIL = {
+    "People": (
+        "What was {s}'s favourite food?",
+        "How tall was {s}?",
+        "What was the name of {s}'s first pet?",
+        "what was {s}'s shoe size",
+    ),
+    "Geography": (
+        "Who is the current mayor of {s}?",
+        "What is the postal code of {s}?",
+        "How many traffic lights are there in {s}?",
+    ),
+    "": (
+        "How much did it cost to make {s}?",
+        "Who was the first person to photograph {s}?",
+        "what colour is the logo of {s}",
+    ),
+}
+# Words whose presence in the summary could make a missing-detail question answerable.
+_DETAIL_WORDS = re.compile(
+    r"food|tall|height|pet|shoe|mayor|postal|traffic|cost|photograph|"
+    r"logo|colou?r",
+    re.IGNORECASE,
+)
+
+
+def _made_up_name(rng: random.Random, parts: int) -> str:
+    return " ".join(
+        "".join(rng.choice(_SYLLABLES) for _ in range(rng.choice([2, 3]))).capitalize()
+        for _ in range(parts)
+    )
+
+
+def unanswerable_questions(
+    url: str, title: str, sentences: list[str], topic: str, rng: random.Random
+) -> Iterator[Question]:
+    """Questions about one page's subject that the offline web cannot answer: the same
+    event in a future year, a detail its summary does not hold; and one about a made-up
+    entity (split by its own text, since no page holds it)."""
+    subject = title.split(" (")[0]
+
+    def unanswerable(question: str, style: str, split: Split | None = None) -> Question:
+        return Question(
+            question=question,
+            kind="unanswerable",
+            answer=decline_answer(question),
+            style=style,
+            split=split,
+        )
+
+    if _EVENT.search(subject) and not re.search(r"\d{4}", subject):
+        year = rng.randrange(2027, 2041)
+        asked = rng.choice(
+            [
+                f"Who won the {year} {subject}?",
+                f"who will win the {year} {subject}",
+                f"Where will the {year} {subject} take place?",
+            ]
+        )
+        yield unanswerable(asked, "future event")
+    if not _DETAIL_WORDS.search(" ".join(sentences)):
+        asks = _MISSING_DETAIL.get(topic, _MISSING_DETAIL[""])
+        asked = rng.choice(asks).format(s=_subject(subject, sentences[0] if sentences else ""))
+        yield unanswerable(asked[:1].upper() + asked[1:], "detail no page holds")
+    kind = rng.choice(sorted(_MADE_UP))
+    name = _made_up_name(rng, 2 if kind == "person" else 1)
+    asked = rng.choice(_MADE_UP[kind]).format(name=name, place=name, work=f"The {name}")
+    yield unanswerable(asked[:1].upper() + asked[1:], "made-up entity", split_of(asked))
+
+
+# -- Python docs -----------------------------------------------------------------------
+
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)")
+
+
+def python_doc_questions(url: str, body: bytes, rng: random.Random) -> Iterator[Question]:
+    """What / how / why questions about the functions and methods a docs page documents."""
+    doc = lxml.html.document_fromstring(body)
+    for entry in doc.xpath(
+        "//dl[contains(@class, 'py') and (contains(@class, 'function') "
+        "or contains(@class, 'method'))]"
+    ):
+        dt = entry.find("dt")
+        dd = entry.find("dd")
+        if dt is None or dd is None or not dt.get("id") or dd.find("p") is None:
+            continue
+        qualname = dt.get("id")
+        if "." not in qualname or len(qualname) > 40:
+            continue
+        text = " ".join(dd.find("p").text_content().split())
+        match = _FIRST_SENTENCE.match(text)
+        if match is None or len(match[1]) < 20:
+            continue
+        sentence = match[1]
+        owner, name = qualname.rsplit(".", 1)
+        kind = "method" if "method" in entry.get("class", "") else "function"
+        prefix = f"{qualname}() "
+        words = sentence.rstrip(".").split()
+        clause = ""
+        for word in words:
+            if len(prefix) + len(clause) + len(word) + 1 > DOCS_CLAUSE_CHARS:
+                break
+            clause = f"{clause} {word}".strip()
+        if len(clause.split()) < 3:
+            continue
+        lowered = clause[:1].lower() + clause[1:]
+        if kind == "function" and "." not in owner:
+            asked = rng.choice(
+                [
+                    f"What does the {owner} module's {name} function do?",
+                    f"What does {qualname}() do?",
+                    f"How is {qualname}() used?",
+                    f"Why would I call {qualname}()?",
+                ]
+            )
+        else:
+            asked = rng.choice(
+                [
+                    f"What does the {qualname} {kind} do?",
+                    f"What does {qualname}() do?",
+                    f"How does {qualname}() work?",
+                ]
+            )
+        yield Question(
+            question=asked,
+            gold_answers=[clause],
+            url=url,
+            title=qualname,
+            evidence=sentence,
+            answer=f"{qualname}() — {lowered} [1].",
+            style="what" if asked.startswith("What") else asked.split()[0].lower(),
+        )
+
+
+def generate_questions(
+    store: OfflineWeb, *, seed: int = 0, per_page: int = 2
+) -> Iterator[Question]:
+    """Questions from every page of the offline web, each tagged with its page's split
+    (a made-up entity's question keeps the split of its own text): per Wikipedia page up to
+    `per_page` factoids, one long-form question and one unanswerable one."""
+    rng = random.Random(seed)
+    pages = store.pages()
+    titles = {page.url: page.title for page in pages if page.source == "wikipedia"}
+    for page in pages:
+        if page.content_type != "text/html":
+            continue
+        body = store.body(page.url)
+        if body is None:
+            continue
+        if page.source == "wikipedia":
+            description, sentences, topic = _wikipedia_page(body)
+            factoids = [
+                *wikipedia_questions(page.url, page.title, description, sentences, topic, rng),
+                *relation_questions(page.url, page.title, sentences, topic, rng),
+                *unnamed_subject_questions(page.url, page.title, description, sentences, rng),
+            ]
+            rng.shuffle(factoids)
+            longform = list(
+                longform_questions(
+                    page.url,
+                    page.title,
+                    sentences,
+                    topic,
+                    rng,
+                    _linked_page(store, titles, page.url, body),
+                )
+            )
+            unanswerable = list(unanswerable_questions(page.url, page.title, sentences, topic, rng))
+            found = [
+                *factoids[:per_page],
+                *rng.sample(longform, k=min(1, len(longform))),
+                *rng.sample(unanswerable, k=min(1, len(unanswerable))),
+            ]
+        elif page.source == "python-docs":
+            # A docs page documents many functions, a summary one subject: without more per
+            # docs page, Python questions would be a few percent of the data.
+            found = list(python_doc_questions(page.url, body, rng))
+            rng.shuffle(found)
+            found = found[: per_page * PYTHON_DOCS_PAGE_WEIGHT]
+        else:
+            continue
+        for question in found:
+            if question.split is None:
+                question = question.model_copy(update={"split": split_of(page.url)})
+            yield question
+
+
+def _linked_page(
+    store: OfflineWeb, titles: dict[str, str], url: str, body: bytes
+) -> tuple[str, str, list[str], str] | None:
+    """The first Wikipedia page the summary links to in the same split (so a two-page
+    question never crosses from a training page to a dev one): (url, title, sentences,
+    topic)."""
+    doc = lxml.html.document_fromstring(body)
+    for href in doc.xpath("//main/p//a/@href"):
+        target = str(href).split("#")[0]
+        if not target.startswith("https://en.wikipedia.org/") or target == url:
+            continue
+        if split_of(target) != split_of(url):
+            continue
+        linked = store.body(target) if target in titles else None
+        if linked is None:
+            continue
+        _, sentences, topic = _wikipedia_page(linked)
+        return target, titles[target], sentences, topic
+    return None

@@ -1,0 +1,365 @@
+"""The scripted demonstrator: browses the offline web to the page that answers a question.
+
+It uses only the commands of Table 1 and only what it sees: it searches with a query made
+from the question (reformulating with the page's title when the page is not among the
+results), clicks the result that leads to the page, finds or scrolls to the sentence that
+holds the answer, quotes it, ends, and writes a short answer that states the fact and
+cites it. A share of episodes take realistic detours (a wrong result then `Back`, a first
+search that misses, a scroll away and back) so a cloned policy learns to recover.
+
+Long-form questions collect several quotes: the page's opening sentence, then a later one
+reached with `Find in page:`, or a second page reached through a link in the first or a
+new search; the answer has one sentence per quote, each citing its quote (WebGPT's
+style). Unanswerable questions are browsed the same way, and the episode ends with a
+decline (agent.declines) that cites nothing.
+
+Quotes are chosen among agent.grammar.quote_choices, the spans guided decoding offers, and
+answers must match agent.grammar.answer_regex: what is demonstrated can also be served.
+"""
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+
+from webgpt.agent.declines import decline_answer
+from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, quote_choices
+from webgpt.browser.session import BrowserSession
+from webgpt.evals.questions import Question, contains_gold, normalize
+from webgpt.learning.demonstrations import Demonstration, Recorder
+
+# Question words left out of search queries (what remains names the thing asked about).
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "does",
+        "do",
+        "did",
+        "in",
+        "of",
+        "on",
+        "for",
+        "to",
+        "by",
+        "with",
+        "and",
+        "or",
+        "module",
+        "module's",
+        "function",
+        "method",
+        "used",
+        "use",
+        "would",
+        "i",
+        "call",
+        "work",
+        "year",
+        "people",
+        "kind",
+        "thing",
+        "country",
+        "region",
+        "live",
+        "many",
+        "born",
+        "die",
+    ]
+)
+_WORD = re.compile(r"[\w.'-]+")
+DETOURS = ("wrong_result", "missed_search", "scroll")
+# A demonstrated long-form sentence after the first is at most this long (the first must
+# cite within grammar.FIRST_CITATION_CHARS): answers a reader takes in at a glance.
+SENTENCE_CHARS = 220
+
+
+@dataclass(frozen=True)
+class ScriptedConfig:
+    detour_share: float = 0.3  # episodes with one detour
+    max_actions: tuple[int, ...] = (10, 15, 20, 30, 50, 100)  # drawn per episode
+    max_find_steps: int = 12  # repeats of one Find: an entry can follow many examples
+    max_scroll_steps: int = 4
+
+
+def demonstration_id(question: Question) -> str:
+    key = f"{question.question}\n{question.url}"
+    return "scripted-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def search_queries(question: Question, rng: random.Random) -> list[str]:
+    """A query made from the question's own words, then the page's title as the fallback."""
+    words = [w.strip(".'?") for w in _WORD.findall(question.question)]
+    content = [w for w in words if w and w.lower() not in _STOPWORDS]
+    if question.style == "unnamed subject":  # the title is the answer: search for the clues
+        return [" ".join(content)]
+    title = question.title or " ".join(content)
+    first = " ".join(content) if rng.random() < 0.5 else title
+    if question.url and "docs.python.org" in question.url and "." in title:
+        owner, name = title.rsplit(".", 1)
+        first = rng.choice([f"{owner} {name}", title])
+    return list(dict.fromkeys([first, title]))
+
+
+def _target_link(session: BrowserSession, url: str) -> int | None:
+    for link_id, link in sorted(session.page.links.items()):
+        if link.url.rstrip("/") == url.rstrip("/"):
+            return link_id
+    return None
+
+
+def _answering_quote(session: BrowserSession, question: Question) -> str | None:
+    choices = quote_choices(session)
+    evidence = normalize(question.evidence or "")
+    for choice in choices:  # the evidence sentence itself, then any span with the gold
+        if (
+            evidence
+            and normalize(choice) in evidence
+            and contains_gold(choice, question.gold_answers)
+        ):
+            return choice
+    return next((c for c in choices if contains_gold(c, question.gold_answers)), None)
+
+
+async def _find_entry(
+    recorder: Recorder, session: BrowserSession, question: Question, max_steps: int
+) -> str | None:
+    """Finds a documented name until its entry is in view: the qualified name first
+    ("json.dumps(obj, …)"), then the bare one (a method shows as "fetchmany(size=…)").
+    A name is repeated once per line that holds it, since examples often come first."""
+    assert question.title is not None
+    qualified = question.title
+    bare = qualified.rsplit(".", 1)[-1]
+    for name in dict.fromkeys([qualified, bare]):
+        needle = f"{name}("
+        for _ in range(min(_lines_holding(session, needle), max_steps)):
+            if session.done:
+                return None
+            await recorder.step(f"Find in page: {needle}")
+            quote = _answering_quote(session, question)
+            if quote is not None:
+                return quote
+    return None
+
+
+def _lines_holding(session: BrowserSession, needle: str) -> int:
+    index = session.page.text_index
+    lines: set[int] = set()
+    match = index.find(needle)
+    while match is not None:
+        lines.add(index.line_of(match.start))
+        match = index.find(needle, match.end)
+    return len(lines)
+
+
+async def demonstrate(
+    question: Question,
+    session: BrowserSession,
+    rng: random.Random,
+    config: ScriptedConfig = ScriptedConfig(),
+) -> Demonstration | None:
+    """One demonstration for the question, or None when the script cannot reach the answer
+    (the page is not found by search, or the answering sentence is not quotable)."""
+    if question.kind == "unanswerable":
+        return await _demonstrate_decline(question, session, rng)
+    if question.kind == "longform":
+        return await _demonstrate_longform(question, session, rng)
+    if not question.url or not question.answer:
+        return None
+    recorder = Recorder(session, question.question)
+    detour = rng.choice(DETOURS) if rng.random() < config.detour_share else None
+    queries = search_queries(question, rng)
+    if detour == "missed_search":
+        keywords = [w for w in _WORD.findall(question.question) if w.lower() in _STOPWORDS]
+        miss = " ".join(keywords[-3:]) or "answer"
+        await recorder.step(f"Search {miss}")
+        if _target_link(session, question.url) is not None:
+            detour = None  # the miss found the page after all: no detour to show
+    link: int | None = None
+    for query in queries:
+        await recorder.step(f"Search {query}")
+        link = _target_link(session, question.url)
+        if link is not None:
+            break
+    if link is None or session.done:
+        return None
+    if detour == "wrong_result":
+        wrong = [i for i in sorted(session.page.links) if i != link]
+        if wrong:
+            await recorder.step(f"Clicked on link {rng.choice(wrong[:4])}")
+            await recorder.step("Back")
+        else:
+            detour = None
+    await recorder.step(f"Clicked on link {link}")
+    if detour == "scroll":
+        if len(session.page.lines) > session.config.window_lines:
+            await recorder.step(f"Scrolled down {rng.choice([1, 2])}")
+            await recorder.step(rng.choice(["Top", "Scrolled up 3"]))
+        else:
+            detour = None
+    quote = _answering_quote(session, question)
+    if quote is None and question.url and "docs.python.org" in question.url and question.title:
+        quote = await _find_entry(recorder, session, question, config.max_find_steps)
+    scrolls = 0
+    while quote is None and scrolls < config.max_scroll_steps and not session.done:
+        if len(session.page.lines) <= session.config.window_lines:
+            break
+        await recorder.step("Scrolled down 1")
+        scrolls += 1
+        quote = _answering_quote(session, question)
+    if quote is None or session.done:
+        return None
+    result = await recorder.step(f"Quote: {quote}")
+    if result.event.type != "quote" or not session.quotes or session.done:
+        return None
+    if not contains_gold(question.answer, question.gold_answers):
+        return None
+    return await _end_and_answer(recorder, question, question.answer, detour or "")
+
+
+async def _end_and_answer(
+    recorder: Recorder, question: Question, answer: str | None, detour: str = ""
+) -> Demonstration | None:
+    """`End: Answer`, then the record with the answer, if the answer grammar admits it (what
+    is demonstrated can also be served)."""
+    await recorder.step("End: Answer")
+    quotes = len(recorder.session.quotes)
+    if answer is None or re.fullmatch(answer_regex(quotes), answer) is None:
+        return None
+    return recorder.finish(
+        id=demonstration_id(question),
+        source="scripted",
+        answer=answer,
+        gold_answers=question.gold_answers,
+        gold_url=question.url,
+        split=question.split,
+        meta={"style": question.style or "", "kind": question.kind, "detour": detour},
+    )
+
+
+# -- Long-form answers and declines ---------------------------------------------------
+
+
+def answer_sentence(quote: str, number: int, limit: int) -> str | None:
+    """One answer sentence from a quote, citing it: "<quote, cut at a clause> [n]." within
+    `limit` characters before the citation; None when no clause is short enough."""
+    text = " ".join(quote.split()).rstrip(" .;:,")
+    if re.search(r"[\[\]■]", text):
+        return None
+    while len(text) > limit:
+        cut = max(text.rfind(", ", 0, limit), text.rfind("; ", 0, limit))
+        if cut < limit // 3:
+            return None
+        text = text[:cut]
+    return f"{text[:1].upper()}{text[1:]} [{number}]."
+
+
+def compose_answer(quotes: list[str]) -> str | None:
+    """A long-form answer from the collected quotes: one sentence per quote, in order, each
+    citing the quote it comes from."""
+    sentences = []
+    for number, quote in enumerate(quotes, start=1):
+        limit = (FIRST_CITATION_CHARS if number == 1 else SENTENCE_CHARS) - 2
+        sentence = answer_sentence(quote, number, limit)
+        if sentence is None:
+            return None
+        sentences.append(sentence)
+    return " ".join(sentences)
+
+
+def _quote_of(session: BrowserSession, sentence: str) -> str | None:
+    """The quotable span in view that is (a prefix of) the sentence."""
+    wanted = normalize(sentence)
+    spans = [c for c in quote_choices(session) if normalize(c) in wanted]
+    return max(spans, key=len) if spans else None  # the sentence, not a description in it
+
+
+async def _open(recorder: Recorder, session: BrowserSession, query: str, url: str) -> bool:
+    """Opens the page at url: by its link on the page in view, else through a search."""
+    link = _target_link(session, url)
+    if link is None:
+        await recorder.step(f"Search {query}")
+        link = _target_link(session, url)
+    if link is None or session.done:
+        return False
+    await recorder.step(f"Clicked on link {link}")
+    return not session.done
+
+
+async def _reach(recorder: Recorder, session: BrowserSession, sentence: str) -> str | None:
+    """Brings the sentence into view (already there, or by finding its opening words) and
+    returns its quotable span."""
+    quote = _quote_of(session, sentence)
+    if quote is None:
+        words = sentence.split()[:4]
+        await recorder.step(f"Find in page: {' '.join(words)[:60]}")
+        quote = _quote_of(session, sentence)
+    return quote
+
+
+async def _demonstrate_longform(
+    question: Question, session: BrowserSession, rng: random.Random
+) -> Demonstration | None:
+    """Quotes each supporting sentence (a later one found in the page, one on a second page
+    opened by its link or a search), then answers one sentence per quote."""
+    if not question.url or len(question.supporting) < 2:
+        return None
+    recorder = Recorder(session, question.question)
+    title = (question.title or "").split(" (")[0]
+    urls = question.supporting_urls or [None] * len(question.supporting)
+    query = rng.choice(search_queries(question, rng))
+    opened = await _open(recorder, session, query, question.url)
+    if not opened and not await _open(recorder, session, title, question.url):
+        return None
+    for sentence, url in zip(question.supporting, urls, strict=True):
+        if url is not None and session.page.url.rstrip("/") != url.rstrip("/"):
+            other = url.rsplit("/", 1)[-1].replace("_", " ")
+            if not await _open(recorder, session, other, url):
+                return None
+        quote = await _reach(recorder, session, sentence)
+        if quote is None or session.done:
+            return None
+        result = await recorder.step(f"Quote: {quote}")
+        if result.event.type != "quote" or session.done:
+            return None
+    return await _end_and_answer(
+        recorder, question, compose_answer([q.extract for q in session.quotes])
+    )
+
+
+async def _demonstrate_decline(
+    question: Question, session: BrowserSession, rng: random.Random
+) -> Demonstration | None:
+    """Searches as for any question, opens the most promising result, quotes the closest
+    thing it says, and declines: the quote is what was found, and it does not answer."""
+    recorder = Recorder(session, question.question)
+    words = [w.strip(".'?") for w in _WORD.findall(question.question)]
+    query = " ".join(w for w in words if w and w.lower() not in _STOPWORDS) or question.question
+    await recorder.step(f"Search {query}")
+    links = sorted(session.page.links)
+    if not links or session.done:
+        return None
+    await recorder.step(
+        f"Clicked on link {links[0] if rng.random() < 0.7 else rng.choice(links[:3])}"
+    )
+    choices = quote_choices(session)
+    if not choices or session.done:
+        return None
+    result = await recorder.step(f"Quote: {choices[0]}")
+    if result.event.type != "quote" or session.done:
+        return None
+    answer = question.answer or decline_answer(question.question)
+    return await _end_and_answer(recorder, question, answer)

@@ -1,0 +1,71 @@
+"""Demonstrations from a teacher model: a policy behind any OpenAI-compatible endpoint
+drives our environment, and only episodes that end the way their question's kind asks for
+are kept (rejection sampling; `worth_learning`). The teacher may be a larger model, or the
+current policy itself sampled at a temperature: expert iteration, which adds the policy's
+own successes to the next BC run (docs/training.md)."""
+
+import hashlib
+
+from webgpt.agent.declines import is_declined
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
+from webgpt.agent.policy import Policy
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
+from webgpt.evals.evaluate import cited_numbers, sentence_count
+from webgpt.evals.questions import Question, contains_gold
+from webgpt.learning.demonstrations import Demonstration, DemoQuote, DemoStep, SessionLimits
+
+
+async def teacher_demonstration(
+    question: Question,
+    web: Web,
+    teacher: Policy,
+    *,
+    attempts: int = 2,
+    temperature: float = 0.8,
+    session: SessionConfig | None = None,
+) -> Demonstration | None:
+    """The first of `attempts` teacher episodes worth learning from, or None."""
+    config = session or SessionConfig(max_actions=20)
+    for attempt in range(attempts):
+        browser = web.session(config=config)
+        result = await run_episode(
+            0, browser, teacher, question.question, EpisodeConfig(temperature=temperature)
+        )
+        answer = result.answer
+        if answer is None or not browser.quotes or not worth_learning(question, result):
+            continue
+        quotes = [DemoQuote.of(q) for q in browser.quotes]
+        return Demonstration(
+            id=f"teacher-{hashlib.sha256(question.question.encode()).hexdigest()[:16]}",
+            question=browser.question,
+            source="teacher",
+            session=SessionLimits.of(config),
+            steps=[DemoStep(observation=s.observation, command=s.command) for s in result.steps],
+            quotes=quotes,
+            answer_prompt=browser.answer_prompt(),
+            answer=answer,
+            gold_answers=question.gold_answers,
+            gold_url=question.url,
+            split=question.split,
+            meta={"teacher": teacher.name, "attempt": attempt + 1, "kind": question.kind},
+        )
+    return None
+
+
+def worth_learning(question: Question, result: EpisodeResult) -> bool:
+    """The episode ends as its question's kind asks, every citation naming a quote it
+    collected: a factoid with a cited answer that states a gold answer; a long-form
+    question in WebGPT's style (two sentences or more, citing two quotes or more); an
+    unanswerable one with a decline. A decline of an answerable question is never kept."""
+    answer = result.answer
+    if not answer:
+        return False
+    if is_declined(answer):
+        return question.kind == "unanswerable"
+    cited = set(cited_numbers(answer, result.references))
+    if question.kind == "unanswerable" or not cited or result.dangling_citations:
+        return False
+    if question.kind == "longform":
+        return sentence_count(answer) >= 2 and len(cited) >= 2
+    return contains_gold(answer, question.gold_answers)

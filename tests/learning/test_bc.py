@@ -1,0 +1,233 @@
+"""Behavior cloning: a tiny policy the test builds learns from a handful of demonstrations."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.learning.test_demonstrations import scripted_demos
+from webgpt.agent.errors import DataError
+from webgpt.browser.web import Web
+from webgpt.infra.checkpoints import load_manifest
+from webgpt.infra.errors import CheckpointError
+from webgpt.learning.bc import BCResult, BCTrainConfig, examples_of, tokenize_example, train_bc
+from webgpt.learning.demonstrations import write_demonstrations
+
+
+def build_tiny_policy(folder: Path, texts: list[str]) -> Path:
+    """A 2-layer Llama and a byte-level BPE tokenizer trained on the demonstrations' text."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    core = ByteLevelBPETokenizer()
+    core.train_from_iterator(texts, vocab_size=600, special_tokens=["<eos>", "<pad>"])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core._tokenizer, eos_token="<eos>", pad_token="<pad>"
+    )
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow  # about a minute of training on 2 cores
+async def test_a_tiny_policy_learns_to_write_commands(learning_web: Web, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    demos = await scripted_demos(learning_web, detour_share=0.3)
+    demos = [d.model_copy(update={"split": "train"}) for d in demos]  # all trainable
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos)
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    before = load_file(base / "model.safetensors")
+
+    result = train_bc(
+        BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            out=tmp_path / "registry",
+            version="bc-test",
+            epochs=10,
+            learning_rate=4e-3,
+            batch_size=4,
+            validation_fraction=0.25,
+            patience=50,
+            lora_rank=0,
+            validity_prompts=8,
+        ),
+        log=lambda _: None,
+    )
+
+    losses = result.step_losses
+    assert losses and all(math.isfinite(x) for x in losses)
+    assert losses[-1] < 0.5 * losses[0]
+    validity = result.manifest_metrics["valid_unguided_commands"]
+    assert validity["after"] > validity["before"]
+    assert validity["after"] >= 0.5
+    manifest = load_manifest(result.checkpoint, verify=True)
+    assert manifest.kind == "policy" and manifest.version == "bc-test"
+    assert manifest.metrics["demonstrations_by_source"] == {"scripted": len(demos)}
+    assert len(manifest.metrics["data_sha256"]) == 64
+    assert manifest.metrics["config"]["epochs"] == 10
+    assert json.loads((result.checkpoint / "train_config.json").read_text())["lora_rank"] == 0
+    after = load_file(result.checkpoint / "model.safetensors")
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path) -> None:
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demos = demos[:2]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos)
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    result = train_bc(
+        BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            out=tmp_path / "registry",
+            epochs=1,
+            lora_rank=4,
+            lora_layers=1,
+            validation_fraction=0.0,
+            validity_prompts=0,
+        ),
+        log=lambda _: None,
+    )
+    files = set(load_manifest(result.checkpoint, verify=True).files)
+    assert {"adapter_model.safetensors", "adapter_config.json"} <= files
+    assert "model.safetensors" not in files
+    adapter = json.loads((result.checkpoint / "adapter_config.json").read_text())
+    assert adapter["layers_to_transform"] == [1]
+
+
+async def test_training_continues_an_adapter_from_its_weights(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    """--init-adapter starts from a published adapter (its rank, layers and weights), records
+    it as the parent, and refuses an adapter made for another base."""
+    from safetensors.torch import load_file
+
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos[:2])
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+
+    def train(version: str, **options: object) -> BCResult:
+        config = BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            base_version="tiny",
+            out=tmp_path / "registry",
+            version=version,
+            epochs=1,
+            batch_size=1,
+            learning_rate=1e-2,
+            validation_fraction=0.0,
+            validity_prompts=0,
+            **options,  # type: ignore[arg-type]
+        )
+        return train_bc(config, log=lambda _: None)
+
+    first = train("bc-1", lora_rank=4, lora_layers=1)
+    second = train("bc-2", init_adapter=first.checkpoint)
+    assert second.step_losses[0] < first.step_losses[0]  # it starts where bc-1 ended
+    adapter = json.loads((second.checkpoint / "adapter_config.json").read_text())
+    assert adapter["r"] == 4 and adapter["layers_to_transform"] == [1]
+    assert load_manifest(second.checkpoint).metrics["parent"] == "bc-1"
+    weights = {
+        name: load_file(run.checkpoint / "adapter_model.safetensors")
+        for name, run in [("first", first), ("second", second)]
+    }
+    assert set(weights["first"]) == set(weights["second"])
+    assert any(not weights["first"][k].equal(weights["second"][k]) for k in weights["first"])
+    for base_version, adapter, refusal in [
+        ("other", first.checkpoint, "trained on 'tiny', not on the base 'other'"),
+        ("tiny", base, "has no readable manifest"),  # a model folder, not a checkpoint
+    ]:
+        bad = BCTrainConfig(
+            demonstrations=[demo_file],
+            base=base,
+            base_version=base_version,
+            out=tmp_path / "registry",
+            version="bc-3",
+            init_adapter=adapter,
+        )
+        with pytest.raises((DataError, CheckpointError), match=refusal):
+            train_bc(bad, log=lambda _: None)
+    assert not (tmp_path / "registry" / "bc-3").exists()
+
+
+async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    demo = (await scripted_demos(learning_web))[0]
+    texts = [e.prompt + e.completion for e in examples_of(demo)]
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_policy(tmp_path / "t", texts))
+    example = examples_of(demo)[0]
+    row = tokenize_example(tokenizer, example)
+    prompt_length = len(tokenizer(example.prompt)["input_ids"])
+    assert row["labels"][:prompt_length] == [-100] * prompt_length
+    assert tokenizer.decode(row["labels"][prompt_length:]) == example.completion
+
+
+async def test_an_adapter_is_merged_into_its_registry_base_for_serving(
+    learning_web: Web, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`webgpt eval --policy ADAPTER` serves the adapter merged into its base: the merged
+    weights compute what base + adapter compute, made once and then reused."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from webgpt.agent.errors import ModelError
+    from webgpt.agent.model import merged_adapter, policy_dir
+    from webgpt.agent.registry import PolicyRegistry
+
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos[:2])
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    config = BCTrainConfig(
+        demonstrations=[demo_file], base=base, base_version="tiny", out=tmp_path / "registry",
+        version="bc-1", epochs=1, batch_size=1, learning_rate=1e-2, lora_rank=4,
+        validation_fraction=0.0, validity_prompts=0,
+    )  # fmt: skip
+    adapter = train_bc(config, log=lambda _: None).checkpoint
+    with pytest.raises(ModelError, match="not in the registry"):
+        merged_adapter(adapter)
+    PolicyRegistry(policy_dir("tiny").parent).publish(base, "tiny", base_model="tiny")
+
+    merged = merged_adapter(adapter)
+    assert load_manifest(merged, verify=True).version == "bc-1"
+    assert merged_adapter(adapter) == merged  # made once
+    tokens = AutoTokenizer.from_pretrained(merged)(texts[0][:200], return_tensors="pt")
+
+    def logits(folder: Path, adapter: Path | None = None) -> torch.Tensor:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
+        if adapter is not None:
+            model = PeftModel.from_pretrained(model, adapter)
+        with torch.no_grad():
+            return model(**tokens).logits.float()
+
+    served, expected = logits(merged), logits(policy_dir("tiny"), adapter)
+    # bf16 weights, rounded once when merged: close, not bit-equal
+    assert torch.allclose(served, expected, atol=0.1)
+    assert not torch.allclose(served, logits(base), atol=0.1)  # the adapter is in

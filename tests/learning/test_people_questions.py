@@ -1,0 +1,239 @@
+"""Questions people ask: broadened factoid relations, long-form answers from several quotes,
+honest declines, and their figures in `webgpt eval`."""
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.agent.fake_policy import Script, fake_policy_app
+from tests.servers import serve
+from webgpt.agent.declines import DECLINE_PREFIX, decline_answer, indirect_question, is_declined
+from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
+from webgpt.evals.evaluate import evaluate_policy, key_point_coverage, sentence_count
+from webgpt.evals.questions import Question, load_questions
+from webgpt.learning.cli import pick_questions
+from webgpt.learning.demonstrations import replay, write_demonstrations
+from webgpt.learning.question_generator import (
+    generate_questions,
+    relation_questions,
+    unanswerable_questions,
+    unnamed_subject_questions,
+)
+from webgpt.learning.scripted import compose_answer, demonstrate
+
+
+@pytest.mark.parametrize(
+    ("question", "clause"),
+    [
+        ("When was Ada Lovelace born?", "when Ada Lovelace was born"),
+        ("Who won the 2026 FIFA World Cup?", "who won the 2026 FIFA World Cup"),
+        ("What is the capital of Atlantis?", "what the capital of Atlantis is"),
+        ("When did the Berlin Wall fall?", "when the Berlin Wall fell"),
+        ("Who did Frida Kahlo marry?", "who Frida Kahlo married"),
+        ("How does a transistor work?", "how a transistor works"),
+        ("In which year was the Eiffel Tower built?", "in which year the Eiffel Tower was built"),
+        ("Is it raining", "the answer to “Is it raining?”"),
+    ],
+)
+def test_a_decline_restates_the_question_as_what_the_pages_do_not_say(
+    question: str, clause: str
+) -> None:
+    assert indirect_question(question) == clause
+    decline = decline_answer(question)
+    assert decline == f"{DECLINE_PREFIX}{clause}."
+    assert is_declined(decline)
+    assert re.fullmatch(answer_regex(1), decline)  # the grammar lets a policy decline
+
+
+def test_a_decline_cites_nothing_and_a_cited_answer_is_no_decline() -> None:
+    assert not is_declined(f"{DECLINE_PREFIX}much, but Skopje is the capital [1].")
+    assert not is_declined("Skopje [1].") and not is_declined(None)
+    assert not re.fullmatch(answer_regex(2), f"{DECLINE_PREFIX}who won [3].")
+    # no run of bare citations: a small policy under guided decoding loops on ". [1]"
+    assert not re.fullmatch(answer_regex(1), "Madagascar is an island [1]. [1]. [1].")
+
+
+def test_relations_are_asked_from_any_sentence_of_a_summary() -> None:
+    sentences = [
+        "North Macedonia is a landlocked country in Southeast Europe.",
+        "Its capital and largest city is Skopje.",
+        "Battleships are big.",  # about something else: no question
+    ]
+    made = list(
+        relation_questions(
+            "https://w/nm", "North Macedonia", sentences, "Geography", random.Random(0)
+        )
+    )
+    capital = [q for q in made if q.style == "capital (later sentence)"]
+    assert [q.gold_answers for q in capital] == [["Skopje"]]
+    assert capital[0].evidence == sentences[1]
+    film = "Battleship Potemkin is a 1925 Soviet silent epic film produced by Mosfilm."
+    made = list(
+        relation_questions("https://w/bp", "Battleship Potemkin", [film], "Arts", random.Random(1))
+    )
+    assert [q.gold_answers for q in made if q.style == "made by"] == [["Mosfilm"]]
+    # a relation inside a relative clause is about something else
+    accra = "Accra is a city at the Gulf of Guinea, which is part of the Atlantic Ocean."
+    assert not list(
+        relation_questions("https://w/a", "Accra", [accra], "Geography", random.Random(0))
+    )
+
+
+def test_a_question_can_ask_for_the_subject_without_naming_it() -> None:
+    first = "The Nile is the longest river in Africa, flowing north."
+    [asked] = unnamed_subject_questions("https://w/n", "Nile", "", [first], random.Random(0))
+    assert asked.gold_answers == ["Nile"] and "Nile" not in asked.question
+    assert "longest" in asked.question and "Africa" in asked.question
+
+
+def test_unanswerable_questions_have_no_gold_and_a_decline_as_their_answer() -> None:
+    made = list(
+        unanswerable_questions(
+            "https://w/m", "Mozart", ["Mozart was a composer."], "People", random.Random(0)
+        )
+    )
+    assert {q.style for q in made} >= {"detail no page holds", "made-up entity"}
+    for question in made:
+        assert question.kind == "unanswerable" and not question.gold_answers
+        assert question.answer == decline_answer(question.question)
+    with pytest.raises(ValueError, match="no gold_answers"):
+        Question(question="q", kind="unanswerable", gold_answers=["x"])
+    with pytest.raises(ValueError, match="needs gold_answers"):
+        Question(question="q")
+
+
+def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
+    answer = compose_answer(
+        [
+            "Crows are birds of the genus Corvus.",
+            "Crows can recognise individual human faces and remember them for years.",
+        ]
+    )
+    assert answer == (
+        "Crows are birds of the genus Corvus [1]. Crows can recognise individual human faces "
+        "and remember them for years [2]."
+    )
+    assert re.fullmatch(answer_regex(2), answer)
+    clause = "The first part of a long sentence about crows and ravens"
+    long_first = f"{clause}, " + "word " * (FIRST_CITATION_CHARS // 5) + "and the end"
+    cut = compose_answer([long_first, "Second quote here."])
+    assert cut is not None and cut.startswith(f"{clause} [1].")  # cut at a clause boundary
+    assert compose_answer(["x" * 400, "y"]) is None  # no clause short enough
+
+
+async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothing_answers(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    assert learning_web.offline is not None
+    questions = list(generate_questions(learning_web.offline, per_page=5, seed=0))
+    assert {q.kind for q in questions} == {"factoid", "longform", "unanswerable"}
+    rng = random.Random(0)
+    longform = [q for q in questions if q.kind == "longform"]
+    declines = [q for q in questions if q.kind == "unanswerable"]
+    made_longform = made_decline = 0
+    demos = []
+    for question in longform + declines:
+        demo = await demonstrate(
+            question, learning_web.session(config=SessionConfig(max_actions=20)), rng
+        )
+        if demo is None:
+            continue
+        demos.append(demo)
+        assert demo.answer is not None
+        assert re.fullmatch(answer_regex(len(demo.quotes)), demo.answer)
+        assert await replay(demo, learning_web.session()) == []
+        if question.kind == "longform":
+            made_longform += 1
+            assert len(demo.quotes) >= 2 and sentence_count(demo.answer) == len(demo.quotes)
+            cited = {int(n) for n in re.findall(r"\[(\d+)\]", demo.answer)}
+            assert cited == set(range(1, len(demo.quotes) + 1))
+        else:
+            made_decline += 1
+            assert is_declined(demo.answer) and demo.gold_answers == []
+    assert made_longform >= 2 and made_decline >= 2
+    # a demonstrations file is a question file too: each row keeps its question's kind
+    path = tmp_path / "demos.jsonl"
+    write_demonstrations(path, demos)
+    assert {q.kind for q in load_questions(path)} == {"longform", "unanswerable"}
+
+
+def test_generated_sets_mix_the_kinds() -> None:
+    def q(kind: str, n: int) -> Question:
+        gold = ["g"] if kind == "factoid" else []
+        return Question(
+            question=f"{kind} {n}", kind=kind, gold_answers=gold, split="train", style=f"s{n % 4}"
+        )  # type: ignore[arg-type]
+
+    pool = [q(kind, n) for kind in ("factoid", "longform", "unanswerable") for n in range(40)]
+    picked = pick_questions(pool, {"train": 20}, seed=0)
+    counts = {
+        kind: sum(p.kind == kind for p in picked)
+        for kind in ("factoid", "longform", "unanswerable")
+    }
+    assert counts == {"factoid": 12, "longform": 5, "unanswerable": 3}
+
+
+def test_key_point_coverage_counts_points_stated_by_any_of_their_phrases() -> None:
+    points = [["Zambezi", "Zambezi River"], ["Zambia and Zimbabwe"], ["1,708 m"]]
+    answer = "It is on the Zambezi River [1], between Zambia and Zimbabwe [2]."
+    assert key_point_coverage(answer, points) == round(2 / 3, 4)
+    assert key_point_coverage(None, points) == 0.0
+    assert key_point_coverage(answer, []) is None
+
+
+async def test_eval_reports_declines_and_long_form_figures(learning_web: Web) -> None:
+    crow = "Crows are birds of the genus Corvus."
+    faces = "Crows can recognise individual human faces and remember them for years."
+    questions = [
+        Question(question="What is a crow?", gold_answers=["bird"]),
+        Question(question="Who won the 2031 Tour de France?", kind="unanswerable"),
+        Question(
+            question="Tell me about crows.",
+            kind="longform",
+            key_points=[["genus Corvus"], ["human faces"], ["tools"]],
+        ),
+    ]
+    browse = ["Search Crow", "Clicked on link 0", f"Quote: {crow}", "End: Answer"]
+    script = Script(
+        commands=[
+            *browse,
+            *browse,
+            "Search Crow",
+            "Clicked on link 0",
+            f"Quote: {crow}",
+            f"Quote: {faces}",
+            "End: Answer",
+        ],
+        answers=[
+            f"{DECLINE_PREFIX}what a crow is.",  # declines an answerable question
+            decline_answer("Who won the 2031 Tour de France?"),
+            "Crows are birds of the genus Corvus [1]. They recognise human faces [2].",
+        ],
+    )
+    with serve(fake_policy_app(script)) as base:
+        policy = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
+        report = await evaluate_policy(
+            "scripted",
+            policy,
+            learning_web,
+            questions,
+            episode=EpisodeConfig(guided=False),
+            session=SessionConfig(max_actions=20),
+        )
+        await policy.aclose()
+    first, second, third = report.outcomes
+    assert first.declined and not first.correct and not first.cited  # a decline is never right
+    assert second.declined and second.faithful is None
+    assert third.long_enough and third.key_points == round(2 / 3, 4)
+    figures = report.figures()
+    assert figures["correct"] == 0.0  # over the one factoid
+    assert figures["declined"] == round(2 / 3, 4)
+    assert figures["declined_answerable"] == 0.5 and figures["declined_unanswerable"] == 1.0
+    assert figures["longform_two_citations"] == 1.0
+    assert figures["key_point_coverage"] == round(2 / 3, 4)
