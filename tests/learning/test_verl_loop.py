@@ -200,30 +200,24 @@ async def test_the_agent_loop_returns_verl_s_output_scored_by_the_reward_server(
     manager = FakeServerManager(tokenizer, Script(oracle_quote=MONA, answers=[answer]))
     classify = ClassifyScript(reward_checkpoint, served_name="rm-bon")
     with serve(fake_vllm_classify_app(classify)) as url:
-        loop = loop_class(
-            trainer_config=SimpleNamespace(config=trainer_config),
-            server_manager=manager,
-            tokenizer=tokenizer,
-            # the options of its agent-loop config entry, as hydra passes them
-            reward_url=f"{url}/v1",
-            reward_model=str(reward_checkpoint),
-            store=str(learning_store),
-            min_actions=10,
-            max_actions=10,
-        )
+        built_by_verl = {
+            "trainer_config": SimpleNamespace(config=trainer_config),
+            "server_manager": manager,
+            "tokenizer": tokenizer,
+        }
+        # the options of its agent-loop config entry, as hydra passes them
+        options = {
+            "reward_url": f"{url}/v1",
+            "reward_model": str(reward_checkpoint),
+            "store": str(learning_store),
+        }
+        loop = loop_class(**built_by_verl, **options, min_actions=10, max_actions=10)
         row = {
             "raw_prompt": [{"role": "user", "content": QUESTION.question}],
             "extra_info": {"question": QUESTION.question, "gold_answers": QUESTION.gold_answers},
         }
         output = await loop.run({"temperature": 1.0, "top_p": 1.0}, **row)
-        second = loop_class(
-            trainer_config=SimpleNamespace(config=trainer_config),
-            server_manager=manager,
-            tokenizer=tokenizer,
-            reward_url=f"{url}/v1",
-            reward_model=str(reward_checkpoint),
-            store=str(learning_store),
-        )
+        second = loop_class(**built_by_verl, **options)
         # verl builds a loop a row: they share one offline web and one reward client
         assert second.episodes.web is loop.episodes.web
         assert second.episodes.score == loop.episodes.score
