@@ -19,7 +19,7 @@ from webgpt.browser.web import Web, WebOptions, offline_web
 from webgpt.evals.questions import Question, load_questions
 from webgpt.infra.vllm_server import print_progress
 from webgpt.learning.demonstrations import Demonstration, Recorder, write_demonstrations
-from webgpt.learning.question_generator import generate_questions
+from webgpt.learning.question_generator import generate_questions, pick_questions
 from webgpt.reward.cli import add_dataclass_options
 
 if TYPE_CHECKING:
@@ -153,38 +153,6 @@ def _per_split(spec: str) -> dict[str, int]:
             raise ConfigurationError(f"--per-split wants train=N,dev=N,test=N, not {spec!r}")
         counts[name.strip()] = int(number)
     return counts
-
-
-# What a generated set is made of: mostly factoids, then long-form and unanswerable ones.
-KIND_SHARES = {"factoid": 0.6, "longform": 0.25, "unanswerable": 0.15}
-
-
-def pick_questions(
-    questions: list[Question], per_split: dict[str, int], seed: int
-) -> list[Question]:
-    """Up to N questions of each split, kinds in KIND_SHARES and, within a kind, styles
-    balanced (no factoid style over a third, no other style over two thirds)."""
-    rng = random.Random(seed)
-    shuffled = sorted(questions, key=lambda q: (q.question, q.url or ""))
-    rng.shuffle(shuffled)
-    picked: list[Question] = []
-    for split, wanted in per_split.items():
-        for kind, share in KIND_SHARES.items():
-            quota = round(wanted * share)
-            # factoids have many styles, a third each at most; the other kinds have two or
-            # three, and one (a two-page question, a future event) can be rare
-            cap = max(1, -(-quota // 3) if kind == "factoid" else -(-quota * 2 // 3))
-            styles: Counter[str] = Counter()
-            for question in shuffled:
-                if sum(styles.values()) >= quota:
-                    break
-                if question.split != split or question.kind != kind:
-                    continue
-                if styles[question.style or ""] >= cap:
-                    continue
-                picked.append(question)
-                styles[question.style or ""] += 1
-    return picked
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ reads what this writes.
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -952,3 +953,35 @@ def _linked_page(
         _, sentences, topic = _wikipedia_page(linked)
         return target, titles[target], sentences, topic
     return None
+
+
+# What a generated set is made of: mostly factoids, then long-form and unanswerable ones.
+KIND_SHARES = {"factoid": 0.6, "longform": 0.25, "unanswerable": 0.15}
+
+
+def pick_questions(
+    questions: list[Question], per_split: dict[str, int], seed: int
+) -> list[Question]:
+    """Up to N questions of each split, kinds in KIND_SHARES and, within a kind, styles
+    balanced (no factoid style over a third, no other style over two thirds)."""
+    rng = random.Random(seed)
+    shuffled = sorted(questions, key=lambda q: (q.question, q.url or ""))
+    rng.shuffle(shuffled)
+    picked: list[Question] = []
+    for split, wanted in per_split.items():
+        for kind, share in KIND_SHARES.items():
+            quota = round(wanted * share)
+            # factoids have many styles, a third each at most; the other kinds have two or
+            # three, and one (a two-page question, a future event) can be rare
+            cap = max(1, -(-quota // 3) if kind == "factoid" else -(-quota * 2 // 3))
+            styles: Counter[str] = Counter()
+            for question in shuffled:
+                if sum(styles.values()) >= quota:
+                    break
+                if question.split != split or question.kind != kind:
+                    continue
+                if styles[question.style or ""] >= cap:
+                    continue
+                picked.append(question)
+                styles[question.style or ""] += 1
+    return picked

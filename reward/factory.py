@@ -1,4 +1,5 @@
-"""Opening a reward checkpoint, torch-free: its manifest, and the scorer that runs it.
+"""Opening a reward checkpoint, torch-free: the scorer that runs it (its manifest is
+reward.manifest, which both scorers read without importing this module).
 
 `open_scorer` is the one place that chooses between scoring in this process
 (reward.scorer, torch) and on a vLLM pooling server (reward.remote, no torch).

@@ -17,10 +17,10 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.evals.evaluate import evaluate_policy, key_point_coverage, sentence_count
 from webgpt.evals.questions import Question, load_questions
-from webgpt.learning.cli import pick_questions
 from webgpt.learning.demonstrations import replay, write_demonstrations
 from webgpt.learning.question_generator import (
     generate_questions,
+    pick_questions,
     relation_questions,
     unanswerable_questions,
     unnamed_subject_questions,
