@@ -177,6 +177,8 @@ class VLLMLauncher:
     running: dict[str, RunningServer] = field(default_factory=dict)
 
     async def start(self, folder: Path, version: str) -> str:
+        if version in self.running:  # the slot reuses a draining version; never two servers
+            raise ConfigurationError(f"{version} already has a server running")
         config = ServerConfig(
             model_dir=folder, served_name=version, port=free_port(), cpu_bind=self.cpu_bind
         )

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
@@ -38,12 +39,22 @@ class CanaryFailed(Exception):
 
 
 class Slot(Generic[T]):
-    """The current version; a replaced one is retired once no answer uses it any more."""
+    """The current version, and the replaced ones still answering, counted by version name.
+
+    A replaced version drains: it is retired (closed, unloaded) once no answer uses it,
+    in a task the slot owns, never in the `finally` of the answer that finished last (a
+    cancelled request must not cut an unload short, nor an unload fail a request). A
+    version promoted again while it drains (a rollback under load) is the same version:
+    `draining(name)` hands it back and it serves again, not loaded twice and never unloaded
+    under the answers that use it.
+    """
 
     def __init__(self, current: T | None, retire: Callable[[T], Awaitable[None]]) -> None:
         self.current = current
         self._retire = retire
-        self._users: dict[int, int] = {}  # id(version) -> answers using it
+        self._users: Counter[str] = Counter()  # version name -> answers using it
+        self._draining: dict[str, T] = {}  # replaced versions that answers still use
+        self._retiring: dict[str, asyncio.Task[None]] = {}
 
     @contextlib.asynccontextmanager
     async def use(self) -> AsyncIterator[T | None]:
@@ -51,25 +62,61 @@ class Slot(Generic[T]):
         if version is None:
             yield None
             return
-        key = id(version)
-        self._users[key] = self._users.get(key, 0) + 1
+        self._users[version.name] += 1
         try:
             yield version
         finally:
-            self._users[key] -= 1
-            if not self._users[key]:
-                del self._users[key]
-                if version is not self.current:
-                    await self._retire(version)
+            self._users[version.name] -= 1
+            self._retire_if_idle(version.name)
+
+    def draining(self, name: str) -> T | None:
+        """The replaced version of this name that answers still use, if any."""
+        return self._draining.get(name)
+
+    async def retired(self, name: str) -> None:
+        """Wait until a retirement of this name under way has ended: a version brought up
+        again must not be unloaded by the retirement of its previous life."""
+        task = self._retiring.get(name)
+        if task is not None:
+            await asyncio.shield(task)
 
     async def replace(self, version: T) -> None:
         old, self.current = self.current, version
-        if old is not None and old is not version and id(old) not in self._users:
-            await self._retire(old)
+        self._draining.pop(version.name, None)  # back in service
+        if old is not None and old.name != version.name:
+            self._draining[old.name] = old
+            self._retire_if_idle(old.name)
+
+    def _retire_if_idle(self, name: str) -> None:
+        if self._users[name]:
+            return
+        del self._users[name]
+        if self.current is not None and self.current.name == name:
+            return
+        version = self._draining.pop(name, None)
+        if version is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._retire_logged(version))
+        self._retiring[name] = task
+        task.add_done_callback(lambda _: self._retiring.pop(name, None))
+
+    async def _retire_logged(self, version: T) -> None:
+        try:
+            await self._retire(version)
+        except Exception as error:  # nobody awaits this task: say what failed
+            log_event("retire_failed", version.name, repr(error), logging.WARNING)
 
     async def aclose(self) -> None:
+        """Retire every version, current and draining, and wait for all retirements."""
+        versions = [*self._draining.values()]
         if self.current is not None:
-            await self._retire(self.current)
+            versions.append(self.current)
+        self._draining.clear()
+        self.current = None
+        for version in versions:
+            await self._retire_logged(version)
+        for task in list(self._retiring.values()):
+            await task
 
 
 def reload_outcome(error: BaseException) -> str:
@@ -125,9 +172,13 @@ async def _swap(
     kind: str,
 ) -> None:
     # Compare versions, not paths: the version in use knows its own name.
-    if slot.current is not None and load_manifest(target).version == slot.current.name:
+    name = load_manifest(target).version
+    if slot.current is not None and name == slot.current.name:
         return
-    version = await bring_up(target)
+    version = slot.draining(name)  # rolled back to while it drains: serve it again
+    if version is None:
+        await slot.retired(name)
+        version = await bring_up(target)
     first = slot.current is None
     await slot.replace(version)
     log_event(f"{kind}_loaded" if first else f"{kind}_reloaded", str(target), version.name)

@@ -6,6 +6,7 @@ prompts (they end with "■") get the next scripted answer. Every request body i
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -28,6 +29,11 @@ class Script:
     # vLLM's runtime LoRA API: adapters loaded by name (served beside `model`), and the
     # names whose completions are garbage (a version that fails its canaries).
     adapters: dict[str, str] = field(default_factory=dict)  # name -> path
+    lora_loads: list[str] = field(default_factory=list)  # every load, in order
+    # The next request for this model waits until `released` is set (an answer held in
+    # flight, so a test knows a version is still in use).
+    hold_model: str | None = None
+    released: threading.Event = field(default_factory=threading.Event)
     garbage_models: set[str] = field(default_factory=set)
 
     def next_command(self, prompt: str) -> str:
@@ -102,6 +108,9 @@ def fake_policy_app(script: Script) -> Starlette:
             for _ in range(body.get("n", 1))
         ]
         model = body.get("model")
+        if script.hold_model is not None and model == script.hold_model:
+            script.hold_model = None
+            await asyncio.to_thread(script.released.wait, 120)
         if model != script.model and model not in script.adapters:
             return JSONResponse(
                 {"error": {"message": f"The model `{model}` does not exist.", "code": 404}}, 404
@@ -165,6 +174,7 @@ def fake_policy_app(script: Script) -> Starlette:
         if body["lora_name"] in script.adapters:
             return JSONResponse({"error": {"message": "already loaded", "code": 400}}, 400)
         script.adapters[body["lora_name"]] = body["lora_path"]
+        script.lora_loads.append(body["lora_name"])
         return Response(f"Success: LoRA adapter '{body['lora_name']}' added successfully.")
 
     async def unload_lora_adapter(request: Request) -> Response:

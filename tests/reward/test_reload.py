@@ -134,6 +134,8 @@ async def test_a_replaced_scorer_is_closed_after_its_last_user() -> None:
         assert scorer is new  # new answers get the new one at once
     release.set()
     assert await task == "old"  # the answer finished with the scorer it started with
+    await slot.retired("old")  # retired by the slot, after its last answer
     assert closed == ["old"]
     await slot.replace(_Recording("newer", closed))
-    assert closed == ["old", "new"]  # unused: closed at once
+    await slot.retired("new")
+    assert closed == ["old", "new"]  # unused: retired at once

@@ -6,6 +6,7 @@ the same swap against the real vLLM CPU server.
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -74,11 +75,13 @@ class ScriptedLauncher:
     def __init__(self) -> None:
         self.running: dict[str, ExitStack] = {}
         self.started: list[str] = []
+        self.scripts: dict[str, Script] = {}
 
     async def start(self, folder: Path, version: str) -> str:
         assert (folder / "config.json").is_file()
         script = Script(model=version, oracle_quote=CROW_QUOTE, delay_s=0.02)
         script.answers = ["Crows are corvids [1]."] * 10_000
+        self.scripts[version] = script
         stack = ExitStack()
         base = await asyncio.to_thread(stack.enter_context, serve(fake_policy_app(script)))
         self.running[version] = stack
@@ -243,6 +246,77 @@ def test_full_weights_switch_blue_green_to_their_own_server_under_load(
     assert all(v == "v1" for started, _, _, v in done if started > first_back)
     assert launcher.started == ["full-1"] and set(script.adapters) == {"v1"}
     assert counts == {"loaded": 3.0}
+
+
+def test_rolling_back_or_promoting_again_while_a_version_drains_serves_it_again(
+    offline_store: Path, policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    """Under load, with an answer held in flight on the version being replaced: roll back
+    to it, or promote it again, and it serves again - the same version, never loaded
+    twice, never unloaded under its answers, one server for full weights."""
+    registry = registry_of(tmp_path, "v1", "v2")
+    registry.publish(make_full_weights(tmp_path / "out" / "full"), "full-1", base_model="scripted")
+    registry.promote("v1")
+    script.answers = ["Crows are corvids [1]."] * 10_000
+    script.delay_s = 0.02
+    launcher = ScriptedLauncher()
+
+    def hold(on: Script, version: str) -> threading.Event:
+        """The next policy call on version waits until the returned event is set."""
+        on.released = threading.Event()
+        on.hold_model = version
+        return on.released
+
+    async def swap(base: str, change: Callable[[], None]) -> None:
+        loaded = reloads(base).get("loaded", 0.0)
+        change()
+        async with asyncio.timeout(60):
+            while reloads(base).get("loaded", 0.0) == loaded:
+                await asyncio.sleep(0.02)
+
+    async def held(on: Script) -> None:
+        async with asyncio.timeout(60):
+            while on.hold_model is not None:  # taken by a request: a version in use
+                await asyncio.sleep(0.02)
+
+    async def scenario(base: str) -> list[Outcome]:
+        stop, done = asyncio.Event(), []  # type: ignore[var-annotated]
+        load = asyncio.create_task(steady_load(base, 6, stop, done))
+        # adapters: v1 answers in flight, v2 promoted, rolled back to v1 at once
+        release_v1 = hold(script, "v1")
+        await held(script)
+        await swap(base, lambda: registry.promote("v2"))
+        await swap(base, registry.rollback)
+        release_v1.set()
+        # full weights: the same, then full-1 promoted again while it drains
+        release_v1 = hold(script, "v1")
+        await held(script)
+        await swap(base, lambda: registry.promote("full-1"))
+        release_full = hold(launcher.scripts["full-1"], "full-1")
+        await held(launcher.scripts["full-1"])
+        await swap(base, registry.rollback)
+        await swap(base, lambda: registry.promote("full-1"))
+        release_v1.set()
+        release_full.set()
+        async with asyncio.timeout(60):
+            while script.adapters:  # v1 (and v2) drained and unloaded
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        stop.set()
+        await load
+        return done
+
+    with policy_service(
+        offline_store, policy_url, registry.current, tmp_path, launcher=launcher
+    ) as base:
+        done = asyncio.run(scenario(base))
+        assert served(base) == "full-1"
+        counts = reloads(base)
+
+    assert len(done) > 30 and {status for _, _, status, _ in done} == {200}
+    assert script.lora_loads == ["v1", "v2"]  # v1 served again while draining, not reloaded
+    assert launcher.started == ["full-1"]  # promoted twice, one server
+    assert counts == {"loaded": 6.0}
 
 
 def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
