@@ -9,6 +9,7 @@ and replaced. Workers are started lazily and reused, so a page costs one IPC rou
 import asyncio
 import multiprocessing
 import multiprocessing.connection
+import os
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,6 +109,11 @@ class RenderWorkers:
                 await readable
         finally:
             loop.remove_reader(fd)
+            # uvloop (what uvicorn runs when it is installed) leaves a watched descriptor
+            # non-blocking: a result larger than the socket buffer then failed mid-read
+            # with EAGAIN, and a big page "killed" a healthy worker. Blocking again, the
+            # rest of the message is read as the worker writes it.
+            os.set_blocking(fd, True)
         result: tuple[bool, Any] = worker.conn.recv()
         return result
 

@@ -19,6 +19,28 @@ def _fail() -> None:
     raise ValueError("bad document")
 
 
+def _echo_reversed(body: bytes) -> bytes:
+    return body[::-1]
+
+
+def test_large_documents_go_both_ways_on_uvloop() -> None:
+    """uvicorn runs uvloop where it is installed, and uvloop leaves a descriptor it watched
+    non-blocking: messages larger than the socket buffer then failed with EAGAIN and a
+    healthy worker was killed (`webgpt serve` could not open the json docs page)."""
+    import uvloop
+
+    async def scenario() -> None:
+        workers = RenderWorkers(size=1)
+        try:
+            body = bytes(range(256)) * (16 * 1024)  # 4 MiB each way, the same worker
+            for _ in range(3):
+                assert await workers.run(_echo_reversed, body) == body[::-1]
+        finally:
+            workers.close()
+
+    uvloop.run(scenario())
+
+
 async def test_overrunning_task_is_killed_and_the_pool_recovers() -> None:
     workers = RenderWorkers(size=1, limits=WorkerLimits(task_timeout_s=1.0))
     try:
