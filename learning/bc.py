@@ -35,7 +35,12 @@ from webgpt.browser.commands import parse_command
 from webgpt.browser.errors import InvalidCommand
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import discard, publish, staging_folder
-from webgpt.learning.demonstrations import Demonstration, load_demonstrations
+from webgpt.learning.demonstrations import (
+    UNTAGGED,
+    Demonstration,
+    LoadReport,
+    load_demonstrations,
+)
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -54,6 +59,13 @@ class BCTrainConfig:
     batch_size: int = field(default=4, metadata={"help": "examples per optimizer step"})
     max_length: int = field(default=1536, metadata={"help": "tokens per example; longer: left out"})
     max_examples: int = field(default=0, metadata={"help": "use at most this many (0 = all)"})
+    include_untagged: bool = field(
+        default=False,
+        metadata={
+            "help": "also train on demonstrations without a split (questions a person typed "
+            "in Demonstrate mode; one may be a dev or test question); else split train only"
+        },
+    )
     validation_fraction: float = field(default=0.05, metadata={"help": "episodes held out"})
     patience: int = field(default=1, metadata={"help": "epochs without progress before stop"})
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
@@ -116,6 +128,26 @@ def data_digest(paths: Sequence[Path]) -> str:
     for path in sorted(paths):
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def training_demonstrations(
+    config: BCTrainConfig, log: Callable[[str], None]
+) -> tuple[list[Demonstration], LoadReport]:
+    """The demonstrations of split train, and those without a split only when asked: a
+    question a person typed may be a dev or test question, whose pages must not leak into
+    training. A DataError when none is left."""
+    splits: list[str | None] = ["train", None] if config.include_untagged else ["train"]
+    demos, report = load_demonstrations(config.demonstrations, splits=splits)
+    log(report.summary())
+    untagged = report.other_splits.get(UNTAGGED, 0)
+    advice = 'tag them with "split": "train" or pass --include-untagged'
+    if untagged:
+        log(f"{untagged} demonstrations without a split left out: to train on them, {advice}")
+    if not demos:
+        wanted = "split train, or without a split" if config.include_untagged else "split train"
+        found = f"; {untagged} have no split: {advice}" if untagged else ""
+        raise DataError(f"no training demonstrations ({wanted}){found}")
+    return demos, report
 
 
 def split_episodes(
@@ -203,10 +235,7 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     if config.init_adapter is not None:
         parent = _adapter_to_continue(config)
     as_adapter = config.lora_rank > 0 or config.init_adapter is not None
-    demos, report = load_demonstrations(config.demonstrations, splits=["train", None])
-    log(report.summary())
-    if not demos:
-        raise DataError("no training demonstrations (split train, or without a split)")
+    demos, report = training_demonstrations(config, log)
     train_demos, val_demos = split_episodes(demos, config.validation_fraction, config.seed)
     train_examples = [e for d in train_demos for e in examples_of(d)]
     val_examples = [e for d in val_demos for e in examples_of(d)]
@@ -318,6 +347,7 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         "parent": parent,
         "data_sha256": data_digest(config.demonstrations),
         "demonstrations_by_source": report.by_source,
+        "left_out_by_split": report.other_splits,
         "train_examples": len(train_rows),
         "train_tokens": tokens,
         "validation_examples": len(val_rows),

@@ -86,6 +86,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "remaining input lines are the answer",
     )
     browse.add_argument("--gold", action="append", default=[], help="a gold answer (recorded)")
+    browse.add_argument(
+        "--split",
+        choices=["train", "dev", "test"],
+        default=None,
+        help="the question's split (recorded); `webgpt train bc` trains on split train, and "
+        "on demonstrations without one only with --include-untagged",
+    )
     add_web_arguments(browse, with_engine=True)
     browse.set_defaults(run=_browse)
 
@@ -303,6 +310,7 @@ async def browse(args: argparse.Namespace, commands_in: TextIO, out: TextIO) -> 
                 source="person",
                 answer=answer,
                 gold_answers=args.gold,
+                split=args.split,
             )
             args.record.parent.mkdir(parents=True, exist_ok=True)
             with args.record.open("a", encoding="utf-8") as file:

@@ -110,15 +110,23 @@ class Demonstration(_Frozen):
         return self.model_dump_json()
 
 
+UNTAGGED = "untagged"  # LoadReport's name for records without a split
+
+
 @dataclass
 class LoadReport:
     used: int = 0
     skipped: list[tuple[str, int, str]] = field(default_factory=list)  # (file, line, reason)
     by_source: dict[str, int] = field(default_factory=dict)
+    # valid records of the splits not asked for, by split (UNTAGGED: recorded without one)
+    other_splits: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         sources = ", ".join(f"{k} {v}" for k, v in sorted(self.by_source.items()))
         text = f"{self.used} demonstrations used ({sources or 'none'}), "
+        if self.other_splits:
+            others = ", ".join(f"{k} {v}" for k, v in sorted(self.other_splits.items()))
+            text += f"{sum(self.other_splits.values())} of other splits left out ({others}), "
         text += f"{len(self.skipped)} rows skipped"
         for file, line, reason in self.skipped[:20]:
             text += f"\n  {file}:{line}: {reason}"
@@ -160,6 +168,8 @@ def load_demonstrations(
                 )
                 continue
             if wanted is not None and demo.split not in wanted:
+                other = demo.split or UNTAGGED
+                report.other_splits[other] = report.other_splits.get(other, 0) + 1
                 continue
             demos.append(demo)
             report.used += 1

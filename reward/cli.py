@@ -17,6 +17,8 @@ def add_dataclass_options(parser: argparse.ArgumentParser, config: type) -> None
         kwargs: dict[str, Any] = {"help": field.metadata.get("help", ""), "dest": field.name}
         if typing.get_origin(kind) is list:
             kwargs.update(type=typing.get_args(kind)[0], action="append")
+        elif kind is bool:  # a flag: --name sets it, --no-name clears it
+            kwargs["action"] = argparse.BooleanOptionalAction
         elif type(None) in typing.get_args(kind):  # `X | None`: the option takes an X
             kwargs["type"] = next(a for a in typing.get_args(kind) if a is not type(None))
         else:

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from webgpt.agent.episode import CITATION, check_citations
 from webgpt.agent.errors import ConfigurationError, DataError
@@ -25,11 +26,18 @@ from webgpt.browser.errors import EpisodeOver
 from webgpt.browser.events import BrowserEvent
 from webgpt.browser.web import Web
 from webgpt.evals.questions import Question, load_questions
-from webgpt.learning.demonstrations import Recorder
+from webgpt.learning.demonstrations import Demonstration, Recorder
 from webgpt.service.errors import InvalidRequest, NotFound, Overloaded
 from webgpt.service.protocol import FeedbackReceipt, SessionState
 from webgpt.service.settings import ServiceSettings
-from webgpt.service.store import FeedbackStore
+
+
+class DemonstrationStore(Protocol):
+    """Where recorded demonstrations go (service.store.FeedbackStore); called in a thread."""
+
+    def demonstrated_questions(self) -> set[str]: ...
+
+    def add_recorded_demonstration(self, demo: Demonstration) -> int: ...
 
 
 @dataclass
@@ -46,7 +54,7 @@ class DemonstrationSessions:
     def __init__(
         self,
         web: Web,
-        store: FeedbackStore,
+        store: DemonstrationStore,
         settings: ServiceSettings,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -56,28 +64,34 @@ class DemonstrationSessions:
         self.clock = clock
         self.queue = _load_queue(settings.demo_questions)
         self._open: dict[str, _Open] = {}
+        self._creating = asyncio.Lock()
 
     async def create(self, owner: str, question: str | None, from_queue: bool) -> SessionState:
-        await self._expire()
         if (question is None) == (not from_queue):
             raise InvalidRequest("give either a question or from_queue: true")
         if from_queue and not self.queue:
             raise InvalidRequest("no question queue is loaded (WEBGPT_DEMO_QUESTIONS)")
-        mine = sum(s.owner == owner for s in self._open.values())
-        if mine >= self.settings.max_demo_sessions_per_key:
-            raise Overloaded(
-                f"{mine} browser sessions are open for this key (the limit): "
-                "answer or abandon one first"
-            )
-        if len(self._open) >= self.settings.max_demo_sessions:
-            raise Overloaded("too many browser sessions are open; retry later")
-        queued = await self._next_queued() if from_queue else None
-        text = queued.question if queued is not None else str(question)
-        if not text.strip():
-            raise InvalidRequest("question: the question is empty")
-        session_id = secrets.token_urlsafe(16)
-        recorder = Recorder(self.web.session(), text)
-        self._open[session_id] = _Open(owner, recorder, queued, self.clock())
+        await self._expire()
+        # From the limit checks to the insert, one create at a time: picking a queued
+        # question awaits the database, and two creates interleaved there would both pass
+        # the limits and both take the same question. Expiring stays outside: it only
+        # frees slots, and it awaits closing caches.
+        async with self._creating:
+            mine = sum(s.owner == owner for s in self._open.values())
+            if mine >= self.settings.max_demo_sessions_per_key:
+                raise Overloaded(
+                    f"{mine} browser sessions are open for this key (the limit): "
+                    "answer or abandon one first"
+                )
+            if len(self._open) >= self.settings.max_demo_sessions:
+                raise Overloaded("too many browser sessions are open; retry later")
+            queued = await self._next_queued() if from_queue else None
+            text = queued.question if queued is not None else str(question)
+            if not text.strip():
+                raise InvalidRequest("question: the question is empty")
+            session_id = secrets.token_urlsafe(16)
+            recorder = Recorder(self.web.session(), text)  # no I/O: the first page is blank
+            self._open[session_id] = _Open(owner, recorder, queued, self.clock())
         return self._state(session_id)
 
     async def step(self, owner: str, session_id: str, command: str) -> SessionState:
@@ -144,14 +158,22 @@ class DemonstrationSessions:
 
     async def _expire(self) -> None:
         deadline = self.clock() - self.settings.demo_session_idle_s
-        for session_id, opened in list(self._open.items()):
-            if opened.last_used < deadline and not opened.lock.locked():
-                await self._close(session_id)
+        expired = [
+            session_id
+            for session_id, opened in self._open.items()
+            if opened.last_used < deadline and not opened.lock.locked()
+        ]
+        # All leave the count before the first close awaits.
+        closing = [self._open.pop(session_id) for session_id in expired]
+        for opened in closing:
+            await opened.recorder.session.cache.aclose()
 
     async def _next_queued(self) -> Question:
         """The first queued question nobody has demonstrated or is demonstrating."""
-        done = await asyncio.to_thread(self.store.demonstrated_questions)
-        taken = done | {o.recorder.question for o in self._open.values()}
+        # Open sessions first, then the database: answer() stores before it closes, so a
+        # question whose session closes during the read is in one or the other.
+        taken = {o.recorder.question for o in self._open.values()}
+        taken |= await asyncio.to_thread(self.store.demonstrated_questions)
         for question in self.queue:
             if question.question.strip() not in taken:
                 return question

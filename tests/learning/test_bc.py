@@ -1,7 +1,11 @@
 """Behavior cloning: a tiny policy the test builds learns from a handful of demonstrations."""
 
+import dataclasses
+import io
 import json
 import math
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,8 +15,17 @@ from webgpt.agent.errors import DataError
 from webgpt.browser.web import Web
 from webgpt.infra.checkpoints import load_manifest
 from webgpt.infra.errors import CheckpointError
-from webgpt.learning.bc import BCResult, BCTrainConfig, examples_of, tokenize_example, train_bc
+from webgpt.learning.bc import (
+    BCResult,
+    BCTrainConfig,
+    examples_of,
+    tokenize_example,
+    train_bc,
+    training_demonstrations,
+)
+from webgpt.learning.cli import browse
 from webgpt.learning.demonstrations import write_demonstrations
+from webgpt.service.cli import build_parser
 
 
 def build_tiny_policy(folder: Path, texts: list[str]) -> Path:
@@ -171,6 +184,80 @@ async def test_training_continues_an_adapter_from_its_weights(
         with pytest.raises((DataError, CheckpointError), match=refusal):
             train_bc(bad, log=lambda _: None)
     assert not (tmp_path / "registry" / "bc-3").exists()
+
+
+async def test_demonstrations_without_a_split_are_trained_on_only_when_asked(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    """A question a person types has no split and may be a dev or test question: left out
+    (and counted, so the person sees why) unless --include-untagged."""
+    demos = (await scripted_demos(learning_web))[:4]
+    splits = ["train", "dev", None, None]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(
+        demo_file, [d.model_copy(update={"split": s}) for d, s in zip(demos, splits, strict=True)]
+    )
+    config = BCTrainConfig(demonstrations=[demo_file], base=tmp_path / "base", out=tmp_path)
+
+    logged: list[str] = []
+    used, report = training_demonstrations(config, logged.append)
+    assert [d.split for d in used] == ["train"]
+    assert report.other_splits == {"dev": 1, "untagged": 2}
+    summary = "1 demonstrations used (scripted 1), 3 of other splits left out (dev 1, untagged 2)"
+    assert logged[0].startswith(summary)  # the loader's report, which the CLI prints
+    assert "2 demonstrations without a split left out" in logged[1]
+    assert "--include-untagged" in logged[1]
+
+    logged.clear()
+    included = dataclasses.replace(config, include_untagged=True)
+    used, report = training_demonstrations(included, logged.append)
+    assert sorted(str(d.split) for d in used) == ["None", "None", "train"]
+    assert report.other_splits == {"dev": 1} and len(logged) == 1
+
+
+async def test_nothing_to_train_on_says_to_tag_or_include_the_untagged(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    demos = (await scripted_demos(learning_web))[:2]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(
+        demo_file,
+        [demos[0].model_copy(update={"split": None}), demos[1].model_copy(update={"split": "dev"})],
+    )
+    config = BCTrainConfig(demonstrations=[demo_file], base=tmp_path / "base", out=tmp_path)
+    advice = 'no training demonstrations (split train); 1 have no split: tag them with "split"'
+    with pytest.raises(DataError, match=re.escape(advice + ': "train" or pass --include-untagged')):
+        train_bc(config, log=lambda _: None)
+    only_dev = dataclasses.replace(config, include_untagged=True)
+    write_demonstrations(demo_file, [demos[1].model_copy(update={"split": "dev"})])
+    with pytest.raises(DataError, match=r"\(split train, or without a split\)$"):
+        train_bc(only_dev, log=lambda _: None)
+    assert not (tmp_path / "bc-0001").exists()
+
+
+async def test_a_demonstration_recorded_with_a_split_is_trained_on(
+    learning_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The advice works: `webgpt browse --record --split train` tags what a person records."""
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path))
+    shutil.copy(learning_store, tmp_path / "offline-web.sqlite")
+    records = tmp_path / "mine.jsonl"
+    for split in ([], ["--split", "train"]):
+        command = ["browse", "-q", "Who painted the Mona Lisa?", "--js", "never"]
+        args = build_parser().parse_args([*command, "--record", str(records), *split])
+        assert (
+            await browse(args, io.StringIO("Search Mona Lisa\nEnd: Nonsense\n"), io.StringIO()) == 0
+        )
+    config = BCTrainConfig(demonstrations=[records], base=tmp_path / "base", out=tmp_path)
+    [demo], report = training_demonstrations(config, lambda _: None)
+    assert demo.split == "train" and demo.source == "person"
+    assert report.other_splits == {"untagged": 1}
+
+
+def test_include_untagged_is_an_option_of_train_bc() -> None:
+    required = ["train", "bc", "--demonstrations", "d.jsonl", "--base", "b", "--out", "o"]
+    assert build_parser().parse_args(required).include_untagged is False
+    assert build_parser().parse_args([*required, "--include-untagged"]).include_untagged is True
 
 
 async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path) -> None:
