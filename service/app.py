@@ -1,19 +1,18 @@
 """The HTTP surface. Routes only translate HTTP; the logic is in service.serving."""
 
-import hashlib
-import hmac
+import asyncio
 import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
@@ -22,11 +21,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webgpt.agent.errors import AgentError
 from webgpt.reward.errors import RewardServerError
+from webgpt.service.access import Access
 from webgpt.service.errors import (
     PayloadTooLarge,
     ServiceError,
-    Unauthorized,
     public_message,
+    retry_after,
     status_of,
 )
 from webgpt.service.metrics import Metrics
@@ -53,8 +53,32 @@ SSE_PING_S = 15  # under the 30-60 s idle timeouts common in proxies and load ba
 def error_response(error: Exception, retry_after_s: int) -> JSONResponse:
     status, kind, retry = status_of(error)
     body = ErrorBody(error=ErrorDetail(type=kind, message=public_message(error)))
-    headers = {"Retry-After": str(retry_after_s)} if retry else None
+    # x-should-retry is what the official openai client obeys before its own rule (which
+    # retries every 5xx, a 504 deadline included: one slow question would cost three).
+    headers = {"x-should-retry": "true" if retry else "false"}
+    if retry:
+        headers["Retry-After"] = str(retry_after(error, retry_after_s))
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+async def until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
+    """work's result; cancelled whole (episodes, browser, policy and reward calls) when the
+    client goes away first. Starlette does not cancel a JSON handler on a disconnect."""
+    task = asyncio.ensure_future(work)
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()  # the client left (or this handler was cancelled)
+        await asyncio.gather(watcher, return_exceptions=True)
+    return await task
 
 
 class BodyLimit:
@@ -148,7 +172,14 @@ class Observe:
 
 def create_app(service: AnswerService) -> FastAPI:
     settings = service.settings
-    keys = [key.encode() for key in settings.api_key_list()]
+    # Who may call, with which roles, and how often (service.access): every route but the
+    # front end and the probes takes a token from its key's bucket; /admin/... routes
+    # (exports, registry verbs) take Depends(access.require("admin")).
+    access = Access(
+        settings.api_key_list(), settings.rate_limit_per_minute, settings.rate_limit_burst
+    )
+    answerer, labeler = access.require("answer"), access.require("label")
+    admin = access.require("admin")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -158,19 +189,6 @@ def create_app(service: AnswerService) -> FastAPI:
     app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(Observe, metrics=service.metrics)
-
-    async def authorize(request: Request) -> str:
-        """Who is calling: the matched key's fingerprint (what per-key limits count by)."""
-        if not keys:
-            return "local"  # local-only development mode (serve refuses non-loopback hosts)
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        given = token.strip().encode()
-        # Compare with every key in constant time; no early exit reveals which matched.
-        matched = [hmac.compare_digest(given, key) for key in keys]
-        if scheme.lower() != "bearer" or not any(matched):
-            raise Unauthorized("a valid API key is needed: Authorization: Bearer <key>")
-        return hashlib.sha256(given).hexdigest()[:16]
 
     async def on_error(request: Request, error: Exception) -> JSONResponse:
         return error_response(error, settings.retry_after_s)
@@ -192,20 +210,32 @@ def create_app(service: AnswerService) -> FastAPI:
         body = ErrorBody(error=ErrorDetail(type="invalid_request", message=message))
         return JSONResponse(body.model_dump(), status_code=422)
 
-    @app.post("/answer", response_model=AnswerResponse, dependencies=[Depends(authorize)])
-    async def answer(body: AnswerRequest) -> Response:
+    def once(
+        request: Request, caller: str, body: BaseModel, work: Callable[[], Awaitable[Any]]
+    ) -> Awaitable[Any]:
+        """work until the client disconnects; shared by repeats with its Idempotency-Key."""
+        key = request.headers.get("idempotency-key")
+        dumped = body.model_dump(mode="json")
+        return until_disconnect(request, service.once(caller, key, request.url.path, dumped, work))
+
+    @app.post("/answer", response_model=AnswerResponse)
+    async def answer(
+        body: AnswerRequest, request: Request, caller: str = Depends(answerer)
+    ) -> Response:
         if body.stream:
             return event_stream(service.stream(body))
-        result = await service.answer(body)
+        result = await once(request, caller, body, lambda: service.answer(body))
         return JSONResponse(result.model_dump(mode="json"))
 
-    @app.post("/v1/chat/completions", dependencies=[Depends(authorize)])
-    async def chat_completions(body: ChatRequest) -> Response:
+    @app.post("/v1/chat/completions")
+    async def chat_completions(
+        body: ChatRequest, request: Request, caller: str = Depends(answerer)
+    ) -> Response:
         if body.stream:
             return event_stream(service.chat_stream(body))
-        return JSONResponse(await service.chat(body))
+        return JSONResponse(await once(request, caller, body, lambda: service.chat(body)))
 
-    @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(authorize)])
+    @app.post("/feedback", response_model=FeedbackReceipt, dependencies=[Depends(labeler)])
     async def feedback(body: Feedback) -> FeedbackReceipt:
         return await service.feedback(body)
 
@@ -213,23 +243,23 @@ def create_app(service: AnswerService) -> FastAPI:
     sessions = service.demonstrations
 
     @app.post("/sessions", response_model=SessionState)
-    async def create_session(body: SessionCreate, owner: str = Depends(authorize)) -> SessionState:
+    async def create_session(body: SessionCreate, owner: str = Depends(labeler)) -> SessionState:
         return await sessions.create(owner, body.question, body.from_queue)
 
     @app.post("/sessions/{session_id}/step", response_model=SessionState)
     async def session_step(
-        session_id: str, body: SessionStep, owner: str = Depends(authorize)
+        session_id: str, body: SessionStep, owner: str = Depends(labeler)
     ) -> SessionState:
         return await sessions.step(owner, session_id, body.command)
 
     @app.post("/sessions/{session_id}/answer", response_model=FeedbackReceipt)
     async def session_answer(
-        session_id: str, body: SessionAnswer, owner: str = Depends(authorize)
+        session_id: str, body: SessionAnswer, owner: str = Depends(labeler)
     ) -> FeedbackReceipt:
         return await sessions.answer(owner, session_id, body.answer)
 
     @app.delete("/sessions/{session_id}", status_code=204)
-    async def abandon_session(session_id: str, owner: str = Depends(authorize)) -> Response:
+    async def abandon_session(session_id: str, owner: str = Depends(labeler)) -> Response:
         await sessions.abandon(owner, session_id)
         return Response(status_code=204)
 
@@ -245,16 +275,45 @@ def create_app(service: AnswerService) -> FastAPI:
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
-        problems = await service.ready()
-        if problems:
-            return JSONResponse({"status": "not ready", "problems": problems}, status_code=503)
-        return JSONResponse({"status": "ready"})
+        """The last background check (service.serving): no work per probe."""
+        readiness = service.readiness
+        status = 200 if readiness.status == "ready" else 503
+        return JSONResponse(
+            readiness.model_dump(mode="json", exclude_none=True), status_code=status
+        )
+
+    @app.get("/admin/export/comparisons", dependencies=[Depends(admin)])
+    async def export_comparisons() -> StreamingResponse:
+        """The comparisons as `webgpt train rm` reads them, one JSON line each, streamed."""
+        return jsonl_stream(service.store.export_comparisons())
+
+    @app.get("/admin/export/demonstrations", dependencies=[Depends(admin)])
+    async def export_demonstrations() -> StreamingResponse:
+        """The stored demonstrations, one JSON line each: {id, question, format, record}
+        (`webgpt feedback export --demonstrations` also replays the "commands" ones)."""
+        rows = (
+            {"id": row_id, "question": question, "format": format, "record": stored}
+            for row_id, question, format, stored in service.store.export_demonstrations()
+        )
+        return jsonl_stream(rows)
 
     @app.get("/metrics")
     async def metrics() -> Response:
         return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
 
     return app
+
+
+def jsonl_stream(rows: Iterator[dict[str, Any]]) -> StreamingResponse:
+    """Rows from the database as JSON lines, each fetched in a thread as the client reads:
+    memory stays flat however many there are (store: a server-side cursor)."""
+
+    async def lines() -> AsyncIterator[bytes]:
+        done = object()
+        while (row := await asyncio.to_thread(next, rows, done)) is not done:
+            yield (json.dumps(row) + "\n").encode()
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
 def event_stream(events: AsyncIterator[BaseModel | dict[str, Any]]) -> EventSourceResponse:

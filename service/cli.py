@@ -2,12 +2,13 @@
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from webgpt.agent import cli as agent_cli
 from webgpt.agent.errors import AgentError, ConfigurationError
@@ -82,30 +83,39 @@ def _export_feedback(args: argparse.Namespace) -> int:
     if isinstance(database, Path) and not database.is_file():
         raise SystemExit(f"error: no feedback database at {database}")
     store = FeedbackStore(database)
+    # Row by row from the database to the file: memory stays flat however many rows there
+    # are; a file is written beside its name and renamed when whole.
+    partial = None if args.out is None else args.out.with_name(args.out.name + ".partial")
     try:
-        if args.demonstrations:
-            lines = asyncio.run(_replayed_demonstrations(store, args.store))
-        else:
-            lines = [json.dumps(row) for row in store.export_comparisons()]
+        with contextlib.nullcontext(sys.stdout) if partial is None else partial.open("w") as out:
+            if args.demonstrations:
+                count = asyncio.run(_write_demonstrations(store, args.store, out))
+            else:
+                count = 0
+                for row in store.export_comparisons():
+                    out.write(json.dumps(row) + "\n")
+                    count += 1
+        if partial is not None:
+            partial.replace(args.out)
     finally:
         store.close()
-    text = "".join(line + "\n" for line in lines)
-    if args.out is None:
-        sys.stdout.write(text)
-    else:
-        args.out.write_text(text)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     kind = "demonstrations" if args.demonstrations else "comparisons"
-    print(f"{len(lines)} {kind} exported", file=sys.stderr)
+    print(f"{count} {kind} exported", file=sys.stderr)
     return 0
 
 
-async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path | None) -> list[str]:
-    """Records recorded in the page as they are; posted commands replayed to record them."""
+async def _write_demonstrations(
+    store: "FeedbackStore", offline_store: Path | None, out: TextIO
+) -> int:
+    """Records recorded in the page as they are; posted commands replayed to record them.
+    The number written."""
     from webgpt.browser.web import offline_web
     from webgpt.learning.demonstrations import Demonstration, record_commands
 
     web = offline_web(offline_store)
-    lines = []
+    count = 0
     try:
         for row_id, question, format, stored in store.export_demonstrations():
             if format == "demonstration":
@@ -118,10 +128,11 @@ async def _replayed_demonstrations(store: "FeedbackStore", offline_store: Path |
                     stored["answer"],
                     f"feedback-{row_id}",
                 )
-            lines.append(demo.to_json())
+            out.write(demo.to_json() + "\n")
+            count += 1
     finally:
         await web.aclose()
-    return lines
+    return count
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """Prometheus metrics of one service instance (its own registry, so tests can make many)."""
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from webgpt.agent.answer import AnswerResult
 
@@ -39,6 +39,24 @@ class Metrics:
         )
         self.tokens = Counter(
             "webgpt_policy_tokens", "policy tokens", ["kind"], registry=self.registry
+        )
+        self.answer_records = Counter(
+            "webgpt_answer_records",
+            "answer records spooled (on disk), replayed (written to the database from the "
+            "spool) or dropped (the spool was full)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.spooled_answers = Gauge(
+            "webgpt_answer_spool_records",
+            "answer records waiting in the spool for the database",
+            registry=self.registry,
+        )
+        self.idempotent_replays = Counter(
+            "webgpt_idempotent_replays",
+            "requests answered by joining or replaying an earlier one with the same "
+            "Idempotency-Key",
+            registry=self.registry,
         )
 
     def count_policy_reload(self, outcome: str) -> None:

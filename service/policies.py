@@ -12,9 +12,10 @@ has finished frees its blocks (docs/deploy.md).
 
 A version with full weights cannot be loaded into a running server, so when the service
 started its own vLLM it is switched blue/green: a second vLLM process is started for it
-(`VLLMLauncher`), canaried, routed to, and stopped once drained. Behind an external policy
-server (`WEBGPT_POLICY_URL`) full weights are refused and roll out as a new vLLM
-Deployment instead (docs/deploy.md says why).
+(`VLLMLauncher`), canaried, routed to, and stopped once drained. On a GPU each server takes
+a fixed share of its GPU's memory, and the shares are checked at start to fit together
+(`check_gpu_shares`). Behind an external policy server (`WEBGPT_POLICY_URL`) full weights
+are refused and roll out as a new vLLM Deployment instead (docs/deploy.md says why).
 
 Before a version serves, its files must match its manifest, its observation format must be
 this build's, its base must be the served base, and canary episodes must pass: every
@@ -38,11 +39,30 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.infra.checkpoints import Manifest
 from webgpt.infra.errors import IncompatibleCheckpoint
-from webgpt.infra.vllm_server import RunningServer, ServerConfig, free_port, start, stop
+from webgpt.infra.vllm_server import (
+    Device,
+    RunningServer,
+    ServerConfig,
+    default_device,
+    free_port,
+    start,
+    stop,
+)
 from webgpt.service.versions import CanaryFailed, log_event
 
 CANARY_MAX_ACTIONS = 10
 CANARY_TIMEOUT_S = 300.0
+# Full-weight servers running at once: the version serving and the next one coming up. A
+# third (a promote while an older version still drains) waits until one has drained.
+MAX_LAUNCHED = 2
+# vLLM's --gpu-memory-utilization is a per-process fraction of the whole GPU's memory,
+# which vLLM requires free when the process starts (or it exits: "Free memory on device
+# ... is less than desired GPU memory utilization"). Each process's CUDA context is made
+# before that check, outside its share, so servers on one GPU may together take at most
+# this: a tenth of the GPU left for their contexts and anything else on it, the headroom
+# vLLM's long-standing default (0.9) left one server alone.
+MAX_GPU_SHARES = 0.9
+ONE_GPU_SHARE = 0.3  # serving + MAX_LAUNCHED launched, one GPU (ServiceSettings' default)
 
 
 @dataclass
@@ -58,9 +78,10 @@ class LoRAServer:
     async def load(self, manifest: Manifest, folder: Path) -> None:
         if not is_adapter(folder):
             raise IncompatibleCheckpoint(
-                f"{manifest.version} is full weights; an external policy server only takes LoRA "
+                f"{manifest.version} is full weights; a running policy server only takes LoRA "
                 "adapters at run time (docs/deploy.md: full weights roll out as a new vLLM "
-                "Deployment, or blue/green when the service starts its own vLLM)"
+                "Deployment, or blue/green when the service starts its own vLLM with "
+                "WEBGPT_POLICY_LAUNCH_GPU_MEMORY_SHARE above 0)"
             )
         if manifest.base_model != self.base:
             raise IncompatibleCheckpoint(
@@ -165,23 +186,85 @@ def spare_cpu() -> str:
     return str(max(os.sched_getaffinity(0)))
 
 
+def check_gpu_shares(
+    serving: float, launched: float, launch_gpus: str | None, visible_gpus: str | None
+) -> None:
+    """Refuse, before any vLLM starts, GPU memory shares that cannot be resident together:
+    the serving server's on its GPU (the first of visible_gpus, the service's
+    CUDA_VISIBLE_DEVICES) and MAX_LAUNCHED launched servers' on the first of launch_gpus
+    (None: the serving GPU). A launched share of 0: no server is ever launched."""
+    if launched == 0:
+        return
+    serving_gpu = _first_gpu(visible_gpus)
+    launch_gpu = serving_gpu if launch_gpus is None else _first_gpu(launch_gpus)
+    why = (
+        f"during a swap {MAX_LAUNCHED} launched vLLM servers (a full-weight version serving "
+        "and the next one coming up) are resident, and a vLLM server takes its share of the "
+        "whole GPU and does not start unless that much is free"
+    )
+    if launch_gpu == serving_gpu:
+        total = serving + MAX_LAUNCHED * launched
+        if round(total, 6) > MAX_GPU_SHARES:
+            raise ConfigurationError(
+                f"WEBGPT_POLICY_GPU_MEMORY_SHARE={serving} + {MAX_LAUNCHED} x "
+                f"WEBGPT_POLICY_LAUNCH_GPU_MEMORY_SHARE={launched} = {total:.2f} of GPU "
+                f"{serving_gpu}, over {MAX_GPU_SHARES}: {why}, beside the serving one. Lower "
+                f"them (one GPU: {ONE_GPU_SHARE} each), launch on another GPU "
+                "(WEBGPT_POLICY_LAUNCH_GPUS), or set WEBGPT_POLICY_LAUNCH_GPU_MEMORY_SHARE=0 "
+                "to serve adapters only (docs/deploy.md)"
+            )
+    elif round(MAX_LAUNCHED * launched, 6) > MAX_GPU_SHARES:
+        raise ConfigurationError(
+            f"{MAX_LAUNCHED} x WEBGPT_POLICY_LAUNCH_GPU_MEMORY_SHARE={launched} = "
+            f"{MAX_LAUNCHED * launched:.2f} of GPU {launch_gpu} (WEBGPT_POLICY_LAUNCH_GPUS), "
+            f"over {MAX_GPU_SHARES}: {why}. Give each at most {MAX_GPU_SHARES / MAX_LAUNCHED} "
+            "(docs/deploy.md)"
+        )
+
+
+def _first_gpu(cuda_visible_devices: str | None) -> str:
+    """The GPU a single-GPU vLLM uses under this CUDA_VISIBLE_DEVICES (unset: GPU 0)."""
+    return (cuda_visible_devices or "0").split(",")[0].strip()
+
+
 @dataclass
 class VLLMLauncher:
-    """One local vLLM process per full-weight version, on a free loopback port.
+    """One local vLLM process per full-weight version, on a free loopback port, at most
+    MAX_LAUNCHED at once (the GPU shares are sized for that; check_gpu_shares).
 
     cpu_bind (CPU build only; no effect on a GPU) is the cores the new process's OpenMP
-    threads are bound to, beside the serving one: by default the spare CPU (spare_cpu)."""
+    threads are bound to, beside the serving one: by default the spare CPU (spare_cpu).
+    gpu_memory_share and gpus (CUDA build only) are each process's
+    --gpu-memory-utilization and CUDA_VISIBLE_DEVICES (None: the serving server's GPU)."""
 
     start_timeout_s: float = 900.0
     cpu_bind: str = field(default_factory=spare_cpu)
+    gpu_memory_share: float = ONE_GPU_SHARE
+    gpus: str | None = None
+    device: Device = field(default_factory=default_device)
     running: dict[str, RunningServer] = field(default_factory=dict)
+
+    def config(self, folder: Path, version: str) -> ServerConfig:
+        """The server a full-weight version is started in."""
+        return ServerConfig(
+            model_dir=folder,
+            served_name=version,
+            port=free_port(),
+            cpu_bind=self.cpu_bind,
+            device=self.device,
+            gpu_memory_share=self.gpu_memory_share,
+            gpus=self.gpus,
+        )
 
     async def start(self, folder: Path, version: str) -> str:
         if version in self.running:  # the slot reuses a draining version; never two servers
             raise ConfigurationError(f"{version} already has a server running")
-        config = ServerConfig(
-            model_dir=folder, served_name=version, port=free_port(), cpu_bind=self.cpu_bind
-        )
+        if len(self.running) >= MAX_LAUNCHED:  # refused now, tried again once a minute
+            raise ConfigurationError(
+                f"{version} waits for a server to drain: {', '.join(self.running)} still run, "
+                f"and at most {MAX_LAUNCHED} full-weight versions are served at once"
+            )
+        config = self.config(folder, version)
         log_event("policy_process_starting", version, config.url)
         running = await asyncio.to_thread(
             start, config, lambda line: None, self.start_timeout_s, False

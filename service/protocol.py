@@ -19,10 +19,30 @@ class AnswerRequest(BaseModel):
     engine: str | None = None
     stream: bool = False
     include_trace: bool = False
+    # Seconds the answer may take, waiting for a slot included; None: the service's
+    # answer_deadline_s. Past it, everything of the answer is cancelled: 504 (a stream: an
+    # `error` event).
+    deadline_s: float | None = Field(None, gt=0)
 
 
 class AnswerResponse(AnswerResult):
     trace: list[TraceEvent] | None = None
+
+
+class ReadyCheck(BaseModel):
+    """One dependency's state, as an unauthenticated probe may see it (no addresses)."""
+
+    ok: bool
+    detail: str | None = None
+    spooled: int | None = None  # the database: answer records waiting for it
+
+
+class Readiness(BaseModel):
+    """GET /readyz: "ready" when the policy (and reward model, when configured) answer; the
+    database is reported but not needed (answers are spooled while it is down)."""
+
+    status: Literal["ready", "not ready"]
+    checks: dict[str, ReadyCheck]
 
 
 class ComparisonFeedback(BaseModel):

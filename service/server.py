@@ -2,6 +2,7 @@
 
 import ipaddress
 import logging
+import os
 
 import uvicorn
 
@@ -10,10 +11,16 @@ from webgpt.agent.model import default_policy_server
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.web import Web, WebOptions
 from webgpt.infra.checkpoints import load_manifest
-from webgpt.infra.vllm_server import print_progress, start_lora_server
+from webgpt.infra.vllm_server import lora_server_config, print_progress, start_lora_server
 from webgpt.service.app import create_app
 from webgpt.service.metrics import Metrics
-from webgpt.service.policies import LoRAServer, PolicyVersions, VLLMLauncher, spare_cpu
+from webgpt.service.policies import (
+    LoRAServer,
+    PolicyVersions,
+    VLLMLauncher,
+    check_gpu_shares,
+    spare_cpu,
+)
 from webgpt.service.scoring import build_scorer
 from webgpt.service.serving import AnswerService
 from webgpt.service.settings import ServiceSettings
@@ -40,7 +47,7 @@ def build_service(settings: ServiceSettings) -> AnswerService:
         raise ConfigurationError("set the policy URL and model together")
     key = settings.policy_key.get_secret_value() if settings.policy_key else None
     web = Web(WebOptions.from_env(engine=settings.engine))
-    store = FeedbackStore(settings.database())
+    store = FeedbackStore(settings.database(), connect=False)  # it may be down: spooled
     if settings.policy_checkpoint is not None:
         versions = policy_versions(settings, web, key)
         return AnswerService(settings, web, None, scorer, Metrics(), store, versions)
@@ -65,16 +72,19 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
     if settings.policy_url is not None and settings.policy_model is not None:
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
         return PolicyVersions(server, web, settings.policy_canaries)
+    share, launch_share = settings.policy_gpu_memory_share, settings.policy_launch_gpu_memory_share
+    gpus = settings.policy_launch_gpus
+    check_gpu_shares(share, launch_share, gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
     base = load_manifest(alias.resolve()).base_model
     rank = settings.policy_max_lora_rank
-    running = start_lora_server(alias.resolve().parent / base, base, rank, print_progress)
-    return PolicyVersions(
-        LoRAServer(running.url, base, max_rank=rank),
-        web,
-        settings.policy_canaries,
-        running,
-        VLLMLauncher(cpu_bind=settings.policy_launch_cpus or spare_cpu()),
-    )
+    config = lora_server_config(alias.resolve().parent / base, base, rank, share)
+    running = start_lora_server(config, print_progress)
+    launcher = None  # a launch share of 0: full-weight versions are refused
+    if launch_share > 0:
+        cpus = settings.policy_launch_cpus or spare_cpu()
+        launcher = VLLMLauncher(cpu_bind=cpus, gpu_memory_share=launch_share, gpus=gpus)
+    server = LoRAServer(running.url, base, max_rank=rank)
+    return PolicyVersions(server, web, settings.policy_canaries, running, launcher)
 
 
 def serve(settings: ServiceSettings) -> None:

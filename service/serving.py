@@ -1,4 +1,5 @@
-"""The answering logic behind the routes: admission control, answers, streams, readiness."""
+"""The answering logic behind the routes: admission control, deadlines, answers, streams,
+readiness."""
 
 import asyncio
 import contextlib
@@ -6,7 +7,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import InitVar, dataclass
 from typing import Any
 
@@ -18,7 +19,15 @@ from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.service.demonstrating import DemonstrationSessions
-from webgpt.service.errors import InvalidRequest, Overloaded, public_message, status_of
+from webgpt.service.errors import (
+    DatabaseUnavailable,
+    DeadlineExceeded,
+    InvalidRequest,
+    Overloaded,
+    public_message,
+    status_of,
+)
+from webgpt.service.idempotency import IdempotentRequests, fingerprint
 from webgpt.service.metrics import Metrics
 from webgpt.service.policies import PolicyVersions
 from webgpt.service.protocol import (
@@ -31,15 +40,19 @@ from webgpt.service.protocol import (
     FeedbackReceipt,
     FinalEvent,
     GradedComparisonFeedback,
+    Readiness,
+    ReadyCheck,
     StreamErrorEvent,
     StreamEvent,
 )
+from webgpt.service.recording import AnswerRecorder, AnswerSpool, default_spool
 from webgpt.service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
 from webgpt.service.versions import Slot, follow_alias
 
 logger = logging.getLogger("webgpt.service")
+CHECK_TIMEOUT_S = 30.0  # a readiness check still running this long has failed
 
 
 class Admission:
@@ -89,6 +102,19 @@ class AnswerService:
         self.policies: Slot[OpenAIPolicy] = Slot(policy, retire)
         self.scorers = scorer_slot(scorer)
         self.demonstrations = DemonstrationSessions(self.web, self.store, self.settings)
+        spool = self.settings.answer_spool or default_spool(self.store)
+        self.recorder = AnswerRecorder(
+            self.store,
+            AnswerSpool(spool, self.settings.answer_spool_max_bytes),
+            self.metrics,
+            self.settings.database_retry_s,
+        )
+        self.idempotent: IdempotentRequests[Any] = IdempotentRequests(
+            self.settings.idempotency_ttl_s, self.settings.max_idempotent_answers
+        )
+        self.readiness = Readiness(
+            status="not ready", checks={"service": ReadyCheck(ok=False, detail="starting")}
+        )
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -119,7 +145,9 @@ class AnswerService:
                     "reward",
                 )
             )
-        tasks = [asyncio.create_task(follower) for follower in followers]
+        await self._update_readiness()  # the first /readyz answers from a real check
+        background = [*followers, self.recorder.run(), self._check_readiness()]
+        tasks = [asyncio.create_task(work) for work in background]
         try:
             yield
         finally:
@@ -149,6 +177,24 @@ class AnswerService:
             raise InvalidRequest(
                 f"engine {request.engine!r} is not enabled; this service uses {limits.engine!r}"
             )
+        if request.deadline_s is not None and request.deadline_s > limits.max_answer_deadline_s:
+            raise InvalidRequest(f"deadline_s must be at most {limits.max_answer_deadline_s:g}")
+
+    def _deadline_s(self, request: AnswerRequest) -> float:
+        return request.deadline_s or self.settings.answer_deadline_s
+
+    async def _within_deadline(
+        self, request: AnswerRequest, work: Awaitable[AnswerResult]
+    ) -> AnswerResult:
+        """work, cancelled whole (episodes, browser, policy and reward calls) at the deadline."""
+        deadline_s = self._deadline_s(request)
+        try:
+            async with asyncio.timeout(deadline_s):
+                return await work
+        except TimeoutError:
+            raise DeadlineExceeded(
+                f"the answer did not finish within its deadline of {deadline_s:g} s"
+            ) from None
 
     def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:
         return Agent(
@@ -166,13 +212,32 @@ class AnswerService:
         async def keep(event: TraceEvent) -> None:
             trace.append(event)
 
-        async with self.admission.slot(), self._versions() as (policy, scorer):
-            result = await self._agent(request, policy, scorer).answer(
-                request.question, request.n, emit=keep if request.include_trace else None
-            )
+        async def run() -> AnswerResult:
+            async with self.admission.slot(), self._versions() as (policy, scorer):
+                return await self._agent(request, policy, scorer).answer(
+                    request.question, request.n, emit=keep if request.include_trace else None
+                )
+
+        result = await self._within_deadline(request, run())
         self.metrics.observe_answer(result)
-        await asyncio.to_thread(self.store.record_answer, result)
+        await self.recorder.record(result)
         return AnswerResponse(**result.model_dump(), trace=trace if request.include_trace else None)
+
+    async def once(
+        self,
+        caller: str,
+        key: str | None,
+        route: str,
+        body: Any,
+        work: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """work's outcome; with an Idempotency-Key, shared by every repeat of the request
+        (service.idempotency)."""
+        if key is None:
+            return await work()
+        return await self.idempotent.run(
+            caller, key, fingerprint(route, body), work, self.metrics.idempotent_replays.inc
+        )
 
     def stream(self, request: AnswerRequest) -> AsyncIterator[StreamEvent]:
         """The trace as it happens, then `final` or `error` (the route sends them as
@@ -197,7 +262,7 @@ class AnswerService:
                 agent = self._agent(request, policy, scorer)
                 return await agent.answer(request.question, request.n, emit=put)
 
-        task = asyncio.create_task(run())
+        task = asyncio.create_task(self._within_deadline(request, run()))
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
@@ -209,7 +274,7 @@ class AnswerService:
             try:
                 result = task.result()
                 self.metrics.observe_answer(result)
-                await asyncio.to_thread(self.store.record_answer, result)
+                await self.recorder.record(result)
                 yield FinalEvent(result=result)
             except Exception as error:  # every stream ends with `final` or `error`
                 status, kind, _ = status_of(error)
@@ -220,29 +285,73 @@ class AnswerService:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def ready(self) -> dict[str, str]:
-        """What is not ready, by part ({} when all is)."""
-        problems = {}
+    async def _check_readiness(self) -> None:
+        """Until cancelled: check every dependency each readiness_check_s; /readyz answers
+        from the last result, so a probe costs nothing and never waits behind answers."""
+        while True:
+            await asyncio.sleep(self.settings.readiness_check_s)
+            await self._update_readiness()
+
+    async def _update_readiness(self) -> None:
+        checks = await self._check_dependencies()
+        # The database is reported but not needed: answers are spooled while it is down.
+        needed = all(check.ok for name, check in checks.items() if name != "database")
+        self.readiness = Readiness(status="ready" if needed else "not ready", checks=checks)
+
+    async def _check_dependencies(self) -> dict[str, ReadyCheck]:
+        """Each dependency's state, in words fit for an unauthenticated probe (no URLs)."""
+        checks = {
+            "policy": await _checked(self._policy_ready),
+            "database": await _checked(self._database_ready),
+        }
+        if self.settings.reward_model is not None or self.scorers.current is not None:
+            checks["reward"] = await _checked(self._reward_ready)
+        return checks
+
+    async def _policy_ready(self) -> ReadyCheck:
         policy = self.policies.current
         if policy is None:
-            problems["policy"] = "no policy version is loaded yet"
-        elif not await policy.ready():
-            problems["policy"] = f"{policy.base_url} does not serve {policy.model}"
+            return ReadyCheck(ok=False, detail="no policy version is loaded yet")
+        if not await policy.ready():
+            return ReadyCheck(ok=False, detail="the policy server does not serve the version")
+        return ReadyCheck(ok=True)
+
+    async def _reward_ready(self) -> ReadyCheck:
         async with self.scorers.use() as scorer:
-            if scorer is not None:
-                try:
-                    await probe(scorer)
-                except Exception as error:  # any failure of the model means not ready
-                    problems["reward"] = f"the reward model failed: {error}"
-        return problems
+            if scorer is None:
+                return ReadyCheck(ok=False, detail="no reward model version is loaded yet")
+            try:
+                await probe(scorer)  # one short answer: what a real batch needs
+            except Exception as error:  # any failure of the model means not ready
+                logger.warning("reward model readiness check failed", exc_info=error)
+                return ReadyCheck(
+                    ok=False, detail=f"the reward model failed: {public_message(error)}"
+                )
+        return ReadyCheck(ok=True)
+
+    async def _database_ready(self) -> ReadyCheck:
+        spooled = self.recorder.spool.pending()
+        try:
+            await asyncio.to_thread(self.store.ping)
+        except DatabaseUnavailable:
+            return ReadyCheck(
+                ok=False, detail=f"unreachable; {spooled} answer records spooled", spooled=spooled
+            )
+        return ReadyCheck(ok=True, spooled=spooled)
 
     def _chat_answer(self, chat: ChatRequest) -> AnswerRequest:
         try:
             question = chat.question()
         except ValueError as error:
             raise InvalidRequest(str(error)) from None
+        extra = chat.model_extra or {}
         return AnswerRequest.model_validate(
-            {"question": question, "n": chat.n, "temperature": chat.temperature}
+            {
+                "question": question,
+                "n": chat.n,
+                "temperature": chat.temperature,
+                "deadline_s": extra.get("deadline_s"),
+            }
         )
 
     async def chat(self, chat: ChatRequest) -> dict[str, Any]:
@@ -317,6 +426,10 @@ class AnswerService:
     async def feedback(
         self, feedback: ComparisonFeedback | GradedComparisonFeedback | DemonstrationFeedback
     ) -> FeedbackReceipt:
+        """Stored before it returns: DatabaseUnavailable (503, Retry-After) while the database
+        is down, so the client knows to send it again."""
+        if not isinstance(feedback, DemonstrationFeedback):
+            await self.recorder.flush()  # the answer it names may still be in the spool
         if isinstance(feedback, ComparisonFeedback):
             row = await asyncio.to_thread(
                 functools.partial(
@@ -357,11 +470,27 @@ class AnswerService:
             await self.policies.current.aclose()
         if self.policy_versions is not None:
             await self.policy_versions.aclose()
+        await self.idempotent.aclose()
         await self.scorers.aclose()
         await self.demonstrations.aclose()
         await self.web.aclose()
+        with contextlib.suppress(DatabaseUnavailable):
+            await self.recorder.flush()  # what is left stays spooled for the next start
         self.store.close()
 
 
 async def _close_policy(policy: OpenAIPolicy) -> None:
     await policy.aclose()
+
+
+async def _checked(check: Callable[[], Awaitable[ReadyCheck]]) -> ReadyCheck:
+    """check's result; a check that hangs or fails unexpectedly is a failed check (the
+    readiness loop must go on)."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            return await check()
+    except TimeoutError:
+        return ReadyCheck(ok=False, detail=f"no answer within {CHECK_TIMEOUT_S:g} s")
+    except Exception:
+        logger.exception("a readiness check failed")
+        return ReadyCheck(ok=False, detail="the check failed")

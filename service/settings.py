@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 
 from webgpt.infra.settings import Settings, webgpt_home
+from webgpt.service.access import ApiKey, parse_keys
 
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
@@ -46,6 +47,17 @@ class ServiceSettings(Settings):
     # vLLM a full-weight version is started in beside the serving one; never the serving
     # worker's cores. None: the one CPU the serving worker leaves free (spare_cpu).
     policy_launch_cpus: str | None = None
+    # CUDA build (the CPU build ignores them): the share of a GPU's memory (vLLM's
+    # --gpu-memory-utilization) of the vLLM the service starts for policy_checkpoint, and of
+    # each full-weight version's vLLM launched beside it, on policy_launch_gpus
+    # (CUDA_VISIBLE_DEVICES; None: the serving one's GPU). A swap between two full-weight
+    # versions holds the serving vLLM and two launched ones at once, so on one GPU
+    # serving + 2 x launch may be at most 0.9, checked at start (service.policies); on two,
+    # 0.9 serving and 0.45 launched on "1". A launch share of 0 starts no second vLLM:
+    # full-weight versions are refused, and the serving one may take 0.9 (docs/deploy.md).
+    policy_gpu_memory_share: float = Field(default=0.3, gt=0, le=1)
+    policy_launch_gpu_memory_share: float = Field(default=0.3, ge=0, le=1)
+    policy_launch_gpus: str | None = Field(default=None, pattern=r"^[\w/-]+(,[\w/-]+)*$")
     # Questions a new version must answer (cited, no refused command) before it serves.
     policy_canaries: list[str] = Field(
         default_factory=lambda: ["Who wrote the novel Pride and Prejudice?"]
@@ -58,9 +70,13 @@ class ServiceSettings(Settings):
     # How often to re-resolve reward_model (an alias like registry/reward/current) and swap
     # in the version it names (service.scoring); 0: never.
     reward_reload_s: float = Field(default=10.0, ge=0)
-    # Comma-separated bearer keys. None configured = local-only development mode: the
-    # service refuses to listen on anything but loopback.
-    api_keys: str = ""
+    # Bearer keys and their roles (service.access): comma-separated `KEY` or `KEY:role+role`
+    # entries, roles answer, label and admin; a bare KEY may only answer. None configured =
+    # local-only development mode: the service refuses to listen on anything but loopback.
+    api_keys: SecretStr = SecretStr("")
+    # Each key's token bucket: this many requests a minute, bursts of up to burst at once.
+    rate_limit_per_minute: float = Field(default=120.0, gt=0)
+    rate_limit_burst: int = Field(default=60, ge=1)
     max_concurrent_requests: int = Field(default=8, ge=1)  # answers computed at once
     max_waiting_requests: int = Field(default=32, ge=0)  # beyond this, 429 with Retry-After
     max_request_bytes: int = Field(default=64 * 1024, ge=1024)
@@ -80,11 +96,28 @@ class ServiceSettings(Settings):
     # every replica, or else the SQLite file feedback_db ($WEBGPT_HOME/feedback.sqlite).
     database_url: SecretStr | None = None
     feedback_db: Path | None = None
+    # Answer records reach the database through this local file (service.recording), so an
+    # answer never waits on the database: fsynced on append, replayed when the database
+    # answers, at most this many bytes pending (beyond: a record is dropped and counted).
+    # None: beside the SQLite file; for PostgreSQL, $WEBGPT_HOME/answer-spool-<digest>.jsonl
+    answer_spool: Path | None = None
+    answer_spool_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    database_retry_s: float = Field(default=5.0, gt=0)  # while it is down, try again this often
+    # /readyz answers from the last check, made this often in the background.
+    readiness_check_s: float = Field(default=5.0, gt=0)
+    # A JSON answer's deadline: the default, and the most a request's deadline_s may ask.
+    answer_deadline_s: float = Field(default=300.0, gt=0)
+    max_answer_deadline_s: float = Field(default=900.0, gt=0)
+    # A request repeated with the same Idempotency-Key joins or returns the first one's
+    # outcome for this long (per replica, at most max_idempotent_answers kept).
+    idempotency_ttl_s: float = Field(default=600.0, gt=0)
+    max_idempotent_answers: int = Field(default=1024, ge=1)
 
     def database(self) -> str | Path:
         if self.database_url is not None:
             return self.database_url.get_secret_value()
         return self.feedback_db or webgpt_home() / "feedback.sqlite"
 
-    def api_key_list(self) -> list[str]:
-        return [key.strip() for key in self.api_keys.split(",") if key.strip()]
+    def api_key_list(self) -> list[ApiKey]:
+        """The configured keys with their roles; ConfigurationError when malformed."""
+        return parse_keys(self.api_keys.get_secret_value())

@@ -10,13 +10,22 @@ replica. SQLAlchemy Core writes the same statements for both; Alembic migrations
 service/migrations bring any database to the current schema when a store opens it. Each
 write commits before it returns (SQLite: WAL with synchronous=FULL; PostgreSQL: its default
 synchronous commit), so nothing acknowledged is lost when the process dies.
+
+The service opens its store without connecting (`connect=False`): it starts while the
+database is down and migrates when it first answers. A write or read that cannot reach the
+database raises DatabaseUnavailable (503 with Retry-After); answers reach the database
+through service.recording, never waiting on it. Exports stream rows from a server-side
+cursor in batches, so their memory does not grow with the table.
 """
 
+import contextlib
 import json
+import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 from alembic import command
@@ -27,11 +36,14 @@ from webgpt.agent.answer import AnswerResult
 from webgpt.agent.errors import ConfigurationError
 from webgpt.learning.demonstrations import Demonstration
 from webgpt.reward.data import PREFERENCE_LABELS
-from webgpt.service.errors import InvalidRequest
+from webgpt.service.errors import DatabaseUnavailable, InvalidRequest
 
+logger = logging.getLogger("webgpt.service")
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Replicas starting together take turns migrating (PostgreSQL advisory lock id).
 MIGRATION_LOCK = 0x77656267  # "webg"
+CONNECT_TIMEOUT_S = 5  # an unreachable PostgreSQL host fails a write, it does not hang it
+EXPORT_BATCH_ROWS = 500  # rows an export holds in memory at once
 
 METADATA = sa.MetaData()
 ANSWERS = sa.Table(
@@ -87,8 +99,28 @@ def database_url(database: str | Path) -> str:
     return database
 
 
+class AnswerRecord(TypedDict):
+    """One row of the answers table, as the answer spool keeps it (service.recording)."""
+
+    id: str
+    question: str
+    created: float
+    result: str  # the AnswerResult as JSON
+
+
+def answer_record(result: AnswerResult) -> AnswerRecord:
+    return {
+        "id": result.id,
+        "question": result.question,
+        "created": time.time(),
+        "result": result.model_dump_json(),
+    }
+
+
 class FeedbackStore:
-    def __init__(self, database: str | Path) -> None:
+    def __init__(self, database: str | Path, *, connect: bool = True) -> None:
+        """connect: migrate now, and raise ConfigurationError if the database cannot be
+        reached (the command line); without, the first use migrates (the service)."""
         try:
             url = sa.make_url(database_url(database))
         except sa.exc.ArgumentError:
@@ -96,16 +128,54 @@ class FeedbackStore:
         if url.get_backend_name() not in ("sqlite", "postgresql"):
             shown = url.render_as_string(hide_password=True)
             raise ConfigurationError(f"the feedback database must be SQLite or PostgreSQL: {shown}")
-        self.engine = sa.create_engine(url, pool_pre_ping=True)
+        connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.drivername != "sqlite" else {}
+        self.engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _durable_sqlite)
+        self._migrated = False
+        self._migrating = threading.Lock()
+        if connect:
+            try:
+                self.open()
+            except DatabaseUnavailable as error:
+                self.engine.dispose()
+                raise ConfigurationError(
+                    f"cannot open the feedback database {self.description}: {error.__cause__}"
+                ) from None
+
+    def open(self) -> None:
+        """Bring the database to the current schema, once; DatabaseUnavailable while it
+        cannot be reached (call again later)."""
+        with self._migrating:
+            if self._migrated:
+                return
+            with self._reached():
+                self._migrate()
+            self._migrated = True
+
+    def ping(self) -> None:
+        """DatabaseUnavailable unless the database answers (and is migrated)."""
+        self.open()
+        with self._reached(), self.engine.connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+
+    @contextlib.contextmanager
+    def _reached(self) -> Iterator[None]:
+        """Database outages as DatabaseUnavailable, the cause kept for logs (not clients)."""
         try:
-            self._migrate()
-        except sa.exc.OperationalError as error:
-            self.engine.dispose()
-            raise ConfigurationError(
-                f"cannot open the feedback database {self.description}: {error.orig}"
-            ) from None
+            yield
+        except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError) as error:
+            cause = error.orig if isinstance(error, sa.exc.DBAPIError) else error
+            raise DatabaseUnavailable(
+                "the feedback database is unavailable; retry later"
+            ) from cause
+
+    @contextlib.contextmanager
+    def _connection(self, write: bool) -> Iterator[sa.Connection]:
+        """A connection to the migrated database: a transaction committed on exit to write."""
+        self.open()
+        with self._reached(), self.engine.begin() if write else self.engine.connect() as connection:
+            yield connection
 
     @property
     def description(self) -> str:
@@ -122,20 +192,21 @@ class FeedbackStore:
             command.upgrade(config, "head")
 
     def record_answer(self, result: AnswerResult) -> None:
-        row = {
-            "id": result.id,
-            "question": result.question,
-            "created": time.time(),
-            "result": result.model_dump_json(),
-        }
+        self.record_answers([answer_record(result)])
+
+    def record_answers(self, records: Sequence[AnswerRecord]) -> None:
+        """Write answer records in one transaction. A record written again (a spool replayed
+        after a crash) replaces its row: never two rows for one answer."""
+        if not records:
+            return
         insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
-        statement = insert(ANSWERS).values(row)
+        statement = insert(ANSWERS)
         statement = statement.on_conflict_do_update(
             index_elements=[ANSWERS.c.id],
             set_={"question": statement.excluded.question, "result": statement.excluded.result},
         )
-        with self.engine.begin() as connection:
-            connection.execute(statement)
+        with self._connection(write=True) as connection:
+            connection.execute(statement, [dict(record) for record in records])
 
     def add_comparison(
         self,
@@ -165,7 +236,7 @@ class FeedbackStore:
             "note": note,
             "created": time.time(),
         }
-        with self.engine.begin() as connection:
+        with self._connection(write=True) as connection:
             inserted = connection.execute(
                 COMPARISONS.insert().values(row).returning(COMPARISONS.c.id)
             )
@@ -181,19 +252,19 @@ class FeedbackStore:
 
     def _add_demonstration(self, question: str, format: str, episode: str) -> int:
         row = {"question": question, "format": format, "episode": episode, "created": time.time()}
-        with self.engine.begin() as connection:
+        with self._connection(write=True) as connection:
             inserted = connection.execute(
                 DEMONSTRATIONS.insert().values(row).returning(DEMONSTRATIONS.c.id)
             )
             return int(inserted.scalar_one())
 
     def demonstrated_questions(self) -> set[str]:
-        with self.engine.connect() as connection:
+        with self._connection(write=False) as connection:
             rows = connection.execute(sa.select(DEMONSTRATIONS.c.question).distinct()).all()
         return {question for (question,) in rows}
 
     def _answer(self, answer_id: str) -> dict[str, Any]:
-        with self.engine.connect() as connection:
+        with self._connection(write=False) as connection:
             found = connection.execute(
                 sa.select(ANSWERS.c.result).where(ANSWERS.c.id == answer_id)
             ).scalar_one_or_none()
@@ -217,9 +288,7 @@ class FeedbackStore:
             .join(ANSWERS, ANSWERS.c.id == COMPARISONS.c.answer_id)
             .order_by(COMPARISONS.c.id)
         )
-        with self.engine.connect() as connection:
-            rows = connection.execute(query).all()
-        for a, b, preference, label, ratings, result_json in rows:
+        for a, b, preference, label, ratings, result_json in self._stream(query):
             result = json.loads(result_json)
             sides = []
             for index in (a, b):
@@ -247,10 +316,17 @@ class FeedbackStore:
         """(id, question, format, the stored JSON) for every stored demonstration."""
         columns = DEMONSTRATIONS.c
         query = sa.select(columns.id, columns.question, columns.format, columns.episode)
-        with self.engine.connect() as connection:
-            rows = connection.execute(query.order_by(columns.id)).all()
-        for row_id, question, format, episode in rows:
+        for row_id, question, format, episode in self._stream(query.order_by(columns.id)):
             yield int(row_id), question, format, json.loads(episode)
+
+    def _stream(self, query: sa.Select[Any]) -> Iterator[Any]:
+        """The rows of a query from a server-side cursor (PostgreSQL; SQLite steps its own
+        cursor), EXPORT_BATCH_ROWS at a time: memory stays flat however many rows there are."""
+        with self._connection(write=False) as connection:
+            result = connection.execution_options(
+                stream_results=True, yield_per=EXPORT_BATCH_ROWS
+            ).execute(query)
+            yield from result
 
     def close(self) -> None:
         self.engine.dispose()

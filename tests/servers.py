@@ -2,7 +2,7 @@
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
@@ -39,3 +39,11 @@ def serve(app: ASGIApp) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll condition until it holds; fail the test after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

@@ -42,10 +42,12 @@ class _BaseClient:
         self.timeout = timeout
         self.max_retries = max_retries
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, idempotency_key: str | None = None) -> dict[str, str]:
         headers = {"User-Agent": "webgpt-client/0.1"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
         return headers
 
     @staticmethod
@@ -100,16 +102,18 @@ class _BaseClient:
         failure.__cause__ = error
         return failure
 
-    def _should_retry(self, attempt: int, failure: WebGPTError) -> bool:
+    def _should_retry(self, attempt: int, failure: WebGPTError, idempotent: bool) -> bool:
         """Only what is safe to send again: a refusal the server sent before doing the work
         (429, 503), or a request that never reached it. A read timeout or a dropped
         connection after sending may have been processed: a repeated POST would record a
-        second answer or a duplicated comparison, which poisons training data."""
+        second answer or a duplicated comparison, which poisons training data; unless it
+        carries an Idempotency-Key, when the service answers the repeat with the first
+        request's outcome."""
         if attempt >= self.max_retries:
             return False
         if isinstance(failure, APIStatusError):
             return failure.status_code in RETRIED_STATUSES
-        return isinstance(failure.__cause__, NOT_SENT)
+        return idempotent or isinstance(failure.__cause__, NOT_SENT)
 
 
 class Client(_BaseClient):
@@ -134,16 +138,21 @@ class Client(_BaseClient):
         temperature: float | None = None,
         max_actions: int | None = None,
         include_trace: bool | None = None,
+        deadline_s: float | None = None,
+        idempotency_key: str | None = None,
     ) -> Answer:
-        """Answer a question; returns the final result."""
+        """Answer a question; returns the final result. deadline_s: the most the service
+        may take (504 DeadlineExceededError past it). idempotency_key: the service answers a
+        repeat of this request with its first answer, so a timed-out request is retried too."""
         body = self._body(
             question,
             n=n,
             temperature=temperature,
             max_actions=max_actions,
             include_trace=include_trace,
+            deadline_s=deadline_s,
         )
-        response = self._send(body, stream=False)
+        response = self._send(body, stream=False, idempotency_key=idempotency_key)
         return Answer.model_validate(response.json())
 
     def stream(
@@ -153,20 +162,35 @@ class Client(_BaseClient):
         n: int | None = None,
         temperature: float | None = None,
         max_actions: int | None = None,
+        deadline_s: float | None = None,
     ) -> Stream:
         """Answer a question, getting the trace events as they happen (ends with `final`)."""
         body = self._body(
-            question, n=n, temperature=temperature, max_actions=max_actions, stream=True
+            question,
+            n=n,
+            temperature=temperature,
+            max_actions=max_actions,
+            deadline_s=deadline_s,
+            stream=True,
         )
         return Stream(self._send(body, stream=True))
 
-    def _send(self, body: dict[str, Any], stream: bool, path: str = "/answer") -> httpx.Response:
+    def _send(
+        self,
+        body: dict[str, Any],
+        stream: bool,
+        path: str = "/answer",
+        idempotency_key: str | None = None,
+    ) -> httpx.Response:
         attempt = 0
         while True:
             response: httpx.Response | None = None
             try:
                 request = self._http.build_request(
-                    "POST", f"{self.base_url}{path}", json=body, headers=self._headers()
+                    "POST",
+                    f"{self.base_url}{path}",
+                    json=body,
+                    headers=self._headers(idempotency_key),
                 )
                 response = self._http.send(request, stream=stream)
             except httpx.HTTPError as error:
@@ -177,7 +201,7 @@ class Client(_BaseClient):
                 response.read()
                 response.close()
                 failure = status_error(response)
-            if not self._should_retry(attempt, failure):
+            if not self._should_retry(attempt, failure, idempotency_key is not None):
                 raise failure
             time.sleep(self._delay(attempt, response))
             attempt += 1
@@ -237,6 +261,8 @@ class AsyncClient(_BaseClient):
         temperature: float | None = None,
         max_actions: int | None = None,
         include_trace: bool | None = None,
+        deadline_s: float | None = None,
+        idempotency_key: str | None = None,
     ) -> Answer:
         body = self._body(
             question,
@@ -244,8 +270,9 @@ class AsyncClient(_BaseClient):
             temperature=temperature,
             max_actions=max_actions,
             include_trace=include_trace,
+            deadline_s=deadline_s,
         )
-        response = await self._send(body, stream=False)
+        response = await self._send(body, stream=False, idempotency_key=idempotency_key)
         return Answer.model_validate(response.json())
 
     async def stream(
@@ -255,21 +282,34 @@ class AsyncClient(_BaseClient):
         n: int | None = None,
         temperature: float | None = None,
         max_actions: int | None = None,
+        deadline_s: float | None = None,
     ) -> AsyncStream:
         body = self._body(
-            question, n=n, temperature=temperature, max_actions=max_actions, stream=True
+            question,
+            n=n,
+            temperature=temperature,
+            max_actions=max_actions,
+            deadline_s=deadline_s,
+            stream=True,
         )
         return AsyncStream(await self._send(body, stream=True))
 
     async def _send(
-        self, body: dict[str, Any], stream: bool, path: str = "/answer"
+        self,
+        body: dict[str, Any],
+        stream: bool,
+        path: str = "/answer",
+        idempotency_key: str | None = None,
     ) -> httpx.Response:
         attempt = 0
         while True:
             response: httpx.Response | None = None
             try:
                 request = self._http.build_request(
-                    "POST", f"{self.base_url}{path}", json=body, headers=self._headers()
+                    "POST",
+                    f"{self.base_url}{path}",
+                    json=body,
+                    headers=self._headers(idempotency_key),
                 )
                 response = await self._http.send(request, stream=stream)
             except httpx.HTTPError as error:
@@ -280,7 +320,7 @@ class AsyncClient(_BaseClient):
                 await response.aread()
                 await response.aclose()
                 failure = status_error(response)
-            if not self._should_retry(attempt, failure):
+            if not self._should_retry(attempt, failure, idempotency_key is not None):
                 raise failure
             await asyncio.sleep(self._delay(attempt, response))
             attempt += 1

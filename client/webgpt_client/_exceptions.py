@@ -9,11 +9,13 @@ Hierarchy::
         ├── APIStatusError              the service answered with an error status
         │   ├── BadRequestError         400
         │   ├── AuthenticationError     401
+        │   ├── PermissionDeniedError   403: the key lacks the role (answer, label, admin)
         │   ├── PayloadTooLargeError    413
         │   ├── UnprocessableEntityError 422
-        │   ├── RateLimitError          429
+        │   ├── RateLimitError          429: the key's rate limit, or the service is full
         │   ├── InternalServerError     500 and other 5xx
-        │   └── ServiceUnavailableError 503
+        │   ├── ServiceUnavailableError 503
+        │   └── DeadlineExceededError   504: the answer took longer than its deadline
         └── StreamError                 the service reported an error inside a stream
 """
 
@@ -69,6 +71,10 @@ class AuthenticationError(APIStatusError):
     pass
 
 
+class PermissionDeniedError(APIStatusError):
+    pass
+
+
 class PayloadTooLargeError(APIStatusError):
     pass
 
@@ -89,13 +95,19 @@ class ServiceUnavailableError(APIStatusError):
     pass
 
 
+class DeadlineExceededError(APIStatusError):
+    pass
+
+
 _BY_STATUS = {
     400: BadRequestError,
     401: AuthenticationError,
+    403: PermissionDeniedError,
     413: PayloadTooLargeError,
     422: UnprocessableEntityError,
     429: RateLimitError,
     503: ServiceUnavailableError,
+    504: DeadlineExceededError,
 }
 
 

@@ -3,6 +3,8 @@
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -14,10 +16,13 @@ from webgpt_client import (
     AuthenticationError,
     BadRequestError,
     Client,
+    DeadlineExceededError,
+    PermissionDeniedError,
     RateLimitError,
     UnprocessableEntityError,
 )
 
+from tests.agent.fake_policy import Script
 from tests.servers import free_port
 
 EXAMPLES = Path(__file__).parent.parent.parent / "client" / "examples"
@@ -126,6 +131,33 @@ def test_retries_on_429_and_503_honour_retry_after() -> None:
     assert caught.value.request_id == "r1"
 
 
+def test_roles_and_rate_limits_are_typed_errors_and_a_rate_limit_is_waited_out(
+    service_url,  # type: ignore[no-untyped-def]
+) -> None:
+    limits = {"rate_limit_per_minute": 60, "rate_limit_burst": 2}
+    with service_url(api_keys="asker", **limits) as base:
+        with Client(base, api_key="asker", max_retries=0) as client:
+            with pytest.raises(PermissionDeniedError) as denied:  # a bare key may only answer
+                client.feedback("ans_1", better=0, worse=1)
+            assert denied.value.status_code == 403 and denied.value.type == "forbidden"
+            with pytest.raises(UnprocessableEntityError):
+                client.answer("")  # the burst's second token
+            with pytest.raises(RateLimitError) as limited:
+                client.answer("")
+            assert limited.value.type == "rate_limited"
+            assert limited.value.response.headers["retry-after"] == "1"  # a token a second
+        sent: list[float] = []
+        http = httpx.Client(
+            event_hooks={"request": [lambda request: sent.append(time.monotonic())]}
+        )
+        with (
+            Client(base, api_key="asker", max_retries=1, http_client=http) as client,
+            pytest.raises(UnprocessableEntityError),
+        ):
+            client.answer("")  # refused with Retry-After: 1, then sent again and served
+    assert len(sent) == 2 and sent[1] - sent[0] >= 0.9
+
+
 def test_a_post_that_may_have_been_processed_is_never_sent_twice() -> None:
     def sent_and_timed_out(request: httpx.Request) -> httpx.Response:
         calls.append(request.url.path)
@@ -152,6 +184,41 @@ def test_a_post_that_may_have_been_processed_is_never_sent_twice() -> None:
     ):
         client.feedback("ans_1", better=0, worse=1)
     assert calls == ["/feedback"] * 3  # never reached the server: safe to send again
+
+
+async def test_an_answer_with_an_idempotency_key_is_retried_after_a_timeout_as_one(
+    service_url,  # type: ignore[no-untyped-def]
+    script: Script,
+) -> None:
+    """A read timeout is retried when the request carries an Idempotency-Key: the service
+    answers the repeat with the first request's answer (one episode), sync and async."""
+    script.hold_model = "scripted"
+    keys: list[str | None] = []
+
+    def sent(request: httpx.Request) -> None:
+        keys.append(request.headers.get("idempotency-key"))
+        if len(keys) == 2:  # the first try timed out: let its answer finish now
+            script.released.set()
+
+    with service_url() as base:
+        http = httpx.Client(timeout=1.0, event_hooks={"request": [sent]})
+        with Client(base, max_retries=10, http_client=http) as client:
+            result = client.answer(QUESTION, idempotency_key="sdk-1")
+        assert result.answer == "Crows are corvids [1]."
+        assert len(keys) >= 2 and set(keys) == {"sdk-1"}
+        answers = sum(1 for r in script.requests if r["prompt"].endswith("■"))
+        assert answers == 1
+
+        async with AsyncClient(base) as client:
+            again = await client.answer(QUESTION, idempotency_key="sdk-1")
+            assert again.id == result.id  # the first request's outcome
+            with pytest.raises(DeadlineExceededError) as late:
+                script.hold_model, script.released = "scripted", threading.Event()
+                try:
+                    await client.answer(QUESTION, deadline_s=0.5)
+                finally:
+                    script.released.set()
+        assert late.value.status_code == 504 and late.value.type == "deadline_exceeded"
 
 
 async def test_a_stream_cut_before_done_is_an_error_not_a_silent_end() -> None:

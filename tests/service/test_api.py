@@ -2,10 +2,8 @@
 
 import asyncio
 import json
-import sqlite3
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
@@ -106,16 +104,21 @@ def test_a_stream_waiting_on_a_slow_policy_sends_keep_alive_pings(
 
 def test_a_stream_that_fails_unexpectedly_still_ends_with_error_then_done(
     service_url,  # type: ignore[no-untyped-def]
-    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    database = tmp_path / "feedback.sqlite"
-    with service_url(feedback_db=database) as base:
-        with sqlite3.connect(database) as broken:  # the store fails as the answer is recorded
-            broken.execute("DROP TABLE answers")
-        with httpx.stream(
+    from webgpt.service.recording import AnswerRecorder
+
+    async def bug(self: AnswerRecorder, result: object) -> None:
+        raise RuntimeError("a bug at /srv/webgpt while recording the answer")
+
+    monkeypatch.setattr(AnswerRecorder, "record", bug)
+    with (
+        service_url() as base,
+        httpx.stream(
             "POST", f"{base}/answer", json={**QUESTION, "stream": True}, timeout=60
-        ) as response:
-            data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+        ) as response,
+    ):
+        data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
     assert data[-1] == "[DONE]"
     assert json.loads(data[-2]) == {
         "type": "error",
@@ -228,12 +231,16 @@ def test_policy_down_is_503_and_not_ready(offline_store, script: Script) -> None
         assert response.headers["retry-after"] == "7"
         assert response.json()["error"]["type"] == "policy_unavailable"
         ready = httpx.get(f"{base}/readyz")
-        assert ready.status_code == 503 and "policy" in ready.json()["problems"]
+        assert ready.status_code == 503 and not ready.json()["checks"]["policy"]["ok"]
+        assert down not in ready.text  # an unauthenticated probe shows no internal address
 
 
 def test_ready_and_metrics(service_url) -> None:  # type: ignore[no-untyped-def]
     with service_url() as base:
-        assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
+        assert httpx.get(f"{base}/readyz").json() == {
+            "status": "ready",
+            "checks": {"policy": {"ok": True}, "database": {"ok": True, "spooled": 0}},
+        }
         httpx.post(f"{base}/answer", json=QUESTION, timeout=60)
         text = httpx.get(f"{base}/metrics").text
     assert 'webgpt_requests_total{route="/answer",status="200"} 1.0' in text
@@ -301,8 +308,9 @@ def test_ready_needs_a_reward_model_that_answers(offline_store, policy_url) -> N
     with serve(create_app(service)) as base:
         ready = httpx.get(f"{base}/readyz")
     assert ready.status_code == 503
-    assert "device-side assert" in ready.json()["problems"]["reward"]
-    assert "policy" not in ready.json()["problems"]
+    checks = ready.json()["checks"]
+    assert checks["reward"] == {"ok": False, "detail": "the reward model failed: internal error"}
+    assert checks["policy"]["ok"]
 
 
 def test_without_api_keys_the_service_only_listens_on_loopback() -> None:

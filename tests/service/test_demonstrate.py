@@ -98,7 +98,7 @@ async def test_a_recorded_demonstration_replays_exactly_and_exports_for_bc(
 
 
 def test_sessions_are_bounded_per_key_private_and_expire(service_url) -> None:  # type: ignore[no-untyped-def]
-    settings = {"api_keys": "key-one,key-two", "max_demo_sessions_per_key": 1}
+    settings = {"api_keys": "key-one:label,key-two:label", "max_demo_sessions_per_key": 1}
     one = {"authorization": "Bearer key-one"}
     two = {"authorization": "Bearer key-two"}
     with (
