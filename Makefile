@@ -43,3 +43,4 @@ bench: corpus
 	$(VENV)/python benchmarks/reward_bench.py
 	$(VENV)/python benchmarks/service_bench.py
 	$(VENV)/python benchmarks/bc_bench.py
+	$(VENV)/python benchmarks/export_bench.py
