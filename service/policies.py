@@ -100,15 +100,19 @@ class LoRAServer:
         )
 
     async def serves(self, version: str) -> bool:
+        return version in (await self.served_models() or set())
+
+    async def served_models(self) -> set[str] | None:
+        """The names the server serves now (its base and loaded adapters); None when it
+        does not answer."""
         async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
             try:
                 response = await client.get(
                     f"{self.base_url.rstrip('/')}/models", headers=self._headers()
                 )
-                names = {model.get("id") for model in response.json().get("data", [])}
+                return {model.get("id") for model in response.json().get("data", [])}
             except (httpx.HTTPError, ValueError, AttributeError):
-                return False
-        return version in names
+                return None
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -296,14 +300,32 @@ class PolicyVersions:
     process: RunningServer | None = None  # the local vLLM server, when the service started it
     launcher: Launcher | None = None  # full-weight versions; None: they are refused
 
+    # Adapters brought up on the LoRA server, by version: what keep_served loads again.
+    adapters: dict[str, tuple[Manifest, Path]] = field(default_factory=dict)
+
     def client(self, version: str) -> OpenAIPolicy:
         return OpenAIPolicy(self.server.base_url, version, api_key=self.server.api_key)
+
+    async def keep_served(self, policy: OpenAIPolicy) -> None:
+        """Load the serving adapter again into a policy server that answers without it: a
+        vLLM restarted (crashed, OOM-killed, rescheduled) forgets every adapter loaded at
+        run time, and every answer would fail with 404 until the next promote."""
+        loaded = self.adapters.get(policy.name)
+        if loaded is None:
+            return  # full weights on their own server, or no longer serving
+        served = await self.server.served_models()
+        if served is None or policy.name in served:
+            return  # down (it is restarting: try again next time) or fine
+        manifest, folder = loaded
+        await self.server.load(manifest, folder)
+        log_event("policy_adapter_reloaded", str(folder), f"{policy.name}: the server had lost it")
 
     async def bring_up(self, folder: Path) -> OpenAIPolicy:
         """Check the version in folder, serve it beside the served one, run its canaries."""
         manifest = await asyncio.to_thread(load_policy_manifest, folder, True)
         if is_adapter(folder) or self.launcher is None:
             await self.server.load(manifest, folder)
+            self.adapters[manifest.version] = (manifest, folder)
             policy = self.client(manifest.version)
         else:
             policy = OpenAIPolicy(
@@ -320,6 +342,7 @@ class PolicyVersions:
         """Unload (or stop the process of) a version no episode uses any more. This runs as
         the last answer on it finishes: a failure is logged, never passed to that answer."""
         await policy.aclose()
+        self.adapters.pop(policy.name, None)
         try:
             if self.launcher is not None and self.launcher.serves(policy.name):
                 await self.launcher.stop(policy.name)

@@ -132,6 +132,7 @@ class AnswerService:
                     settings.policy_reload_s,
                     self.metrics.count_policy_reload,
                     "policy",
+                    self.policy_versions.keep_served,
                 )
             )
         if settings.reward_model is not None and settings.reward_reload_s > 0:

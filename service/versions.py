@@ -137,12 +137,15 @@ async def follow_alias(
     interval_s: float,
     on_reload: Callable[[str], None],
     kind: str,
+    keep_served: Callable[[T], Awaitable[None]] | None = None,
 ) -> None:
     """Swap in the version the alias names whenever it is not the one served: at once (an
     empty slot gets its first version this way), then every interval_s; with interval_s 0,
     return once a version is served.
 
-    bring_up(folder) loads and checks a version, cleaning up after itself if it raises.
+    bring_up(folder) loads and checks a version, cleaning up after itself if it raises;
+    keep_served(version), each interval, restores the serving version where its server
+    lost it (a restarted vLLM).
     """
     failed: dict[Path, float] = {}  # target -> when it last failed
     loop = asyncio.get_running_loop()
@@ -159,6 +162,11 @@ async def follow_alias(
                 )
                 failed[target] = loop.time()
                 on_reload(outcome)
+        if keep_served is not None and slot.current is not None:
+            try:
+                await keep_served(slot.current)
+            except Exception as error:  # the server may be half up: try again next time
+                log_event(f"{kind}_keep_failed", slot.current.name, str(error), logging.WARNING)
         if interval_s <= 0 and slot.current is not None:
             return
         await asyncio.sleep(interval_s if interval_s > 0 else 1.0)

@@ -202,6 +202,22 @@ def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
     assert counts == {"loaded": 2.0}  # the first version, then the promoted one
 
 
+def test_a_restarted_policy_server_gets_the_serving_adapter_loaded_again(
+    offline_store: Path, policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    """vLLM forgets adapters loaded at run time when it restarts; the fault drill saw every
+    answer fail with 404 until the next promote. The service loads the version again."""
+    registry = registry_of(tmp_path, "v1")
+    registry.promote("v1")
+    script.answers = ["Crows are corvids [1]."] * 100
+    with policy_service(offline_store, policy_url, registry.current, tmp_path) as base:
+        assert served(base) == "v1"
+        script.adapters.clear()  # the server restarted: only its base is served
+        wait_until(lambda: "v1" in script.adapters)
+        assert served(base) == "v1"
+    assert script.lora_loads == ["v1", "v1"]
+
+
 def test_full_weights_switch_blue_green_to_their_own_server_under_load(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
