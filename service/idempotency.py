@@ -3,7 +3,9 @@
 A client that times out and retries (the official `openai` client does, twice by default)
 would otherwise start the whole answer again. A request that carries an `Idempotency-Key`
 header is run once per caller and key: a repeat while it runs joins it, a repeat after it
-ended gets its outcome (the answer, or the error) for `idempotency_ttl_s`. The same key
+ended gets its outcome (the answer, or an error the client should not retry) for
+`idempotency_ttl_s`; a run that ended in an error worth retrying (429, 503: status_of) is
+forgotten at once, so the client's retry runs the request again. The same key
 with another request body is refused (422), as it names another request. The work goes on
 when its client disconnects (a client that timed out is about to retry and join it), up to
 the answer's deadline; a request without the key is cancelled on a disconnect instead.
@@ -20,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from webgpt.service.errors import InvalidRequest
+from webgpt.service.errors import InvalidRequest, status_of
 
 T = TypeVar("T")
 MAX_KEY_CHARS = 255
@@ -74,20 +76,26 @@ class IdempotentRequests(Generic[T]):
                 "this Idempotency-Key was used with another request; use a new key"
             )
         if run is None:
-            run = self._start(request_fingerprint, work)
-            self._runs[(caller, key)] = run
+            run = self._start((caller, key), request_fingerprint, work)
         else:
             on_repeat()
         return await asyncio.shield(run.task)  # a request cancelled leaves the work running
 
-    def _start(self, request_fingerprint: str, work: Callable[[], Awaitable[T]]) -> _Run[T]:
+    def _start(
+        self, key: tuple[str, str], request_fingerprint: str, work: Callable[[], Awaitable[T]]
+    ) -> _Run[T]:
         async def call() -> T:
             return await work()
 
         run = _Run(request_fingerprint, asyncio.ensure_future(call()))
+        self._runs[key] = run
 
-        def ended(_: "asyncio.Task[T]") -> None:
+        def ended(task: "asyncio.Task[T]") -> None:
             run.ended_at = self.clock()
+            error = None if task.cancelled() else task.exception()
+            retry = isinstance(error, Exception) and status_of(error)[2]
+            if retry and self._runs.get(key) is run:
+                del self._runs[key]  # worth retrying: a retry must run it again
 
         run.task.add_done_callback(ended)
         return run

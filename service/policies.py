@@ -118,9 +118,10 @@ class LoRAServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     async def unload(self, version: str) -> None:
-        await self._post("unload_lora_adapter", {"lora_name": version})
+        """Unload version; one the server no longer has (it restarted) is done already."""
+        await self._post("unload_lora_adapter", {"lora_name": version}, missing_is_done=True)
 
-    async def _post(self, route: str, body: dict[str, str]) -> None:
+    async def _post(self, route: str, body: dict[str, str], missing_is_done: bool = False) -> None:
         async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
             try:
                 response = await client.post(
@@ -128,16 +129,27 @@ class LoRAServer:
                 )
             except httpx.HTTPError as error:
                 raise ConfigurationError(f"{route} at {self.base_url} failed: {error!r}") from error
-        if response.status_code == 404:
+        # 404 is both a route vLLM does not have (runtime LoRA off: FastAPI's "Not Found")
+        # and an adapter it does not have (its own error body).
+        if response.status_code == 404 and _no_such_route(response):
             raise ConfigurationError(
                 f"{self.base_url} has no /{route}: start vLLM with --enable-lora and "
                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"
             )
+        if response.status_code == 404 and missing_is_done:
+            return
         if response.status_code != 200:
             raise ConfigurationError(
                 f"{route} {body.get('lora_name')} at {self.base_url}: HTTP "
                 f"{response.status_code} {response.text[:300]}"
             )
+
+
+def _no_such_route(response: httpx.Response) -> bool:
+    try:
+        return bool(response.json() == {"detail": "Not Found"})
+    except ValueError:
+        return True
 
 
 async def run_canaries(policy: OpenAIPolicy, web: Web, questions: list[str]) -> None:

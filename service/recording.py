@@ -154,17 +154,31 @@ class AnswerRecorder:
         """Write every spooled record now; DatabaseUnavailable while the database is down.
         Feedback calls this first, so a comparison finds the answer it names."""
         async with self._writing:
+            written = 0
             while records := await asyncio.to_thread(self.spool.take):
                 try:
                     for start in range(0, len(records), WRITE_BATCH_RECORDS):
                         chunk = records[start : start + WRITE_BATCH_RECORDS]
                         await asyncio.to_thread(self.store.record_answers, chunk)
-                except DatabaseUnavailable:
-                    self.database_up = False
+                except DatabaseUnavailable as error:
+                    self._went_down(error)
                     raise
                 await asyncio.to_thread(self.spool.written)
                 self.metrics.answer_records.labels("replayed").inc(len(records))
+                written += len(records)
+            if self.database_up is False:
+                logger.warning("feedback database back: %d spooled answer records written", written)
             self.database_up = True
+
+    def _went_down(self, error: DatabaseUnavailable) -> None:
+        """Log an outage once, when it starts (the cause, which clients never see)."""
+        if self.database_up is not False:
+            logger.warning(
+                "feedback database unavailable (answers are spooled to %s): %s",
+                self.spool.path,
+                error.__cause__,
+            )
+        self.database_up = False
 
     async def run(self) -> None:
         """Until cancelled: migrate the database once it answers, and keep the spool
@@ -175,9 +189,7 @@ class AnswerRecorder:
                 await asyncio.to_thread(self.store.open)
                 await self.flush()
             except DatabaseUnavailable as error:
-                if self.database_up is not False:
-                    logger.warning("feedback database unavailable: %s", error.__cause__)
-                self.database_up = False
+                self._went_down(error)
                 await asyncio.sleep(self.retry_s)
                 continue
             except Exception:

@@ -264,6 +264,7 @@ class AnswerService:
                 return await agent.answer(request.question, request.n, emit=put)
 
         task = asyncio.create_task(self._within_deadline(request, run()))
+        getter: asyncio.Future[TraceEvent] | None = None
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
@@ -283,8 +284,12 @@ class AnswerService:
                     logger.error("answer stream failed", exc_info=error)
                 yield StreamErrorEvent(message=public_message(error), error_type=kind)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            # A client gone mid-wait leaves both pending: cancel the getter too, or asyncio
+            # logs "Task was destroyed but it is pending!" for every cut stream.
+            pending: list[asyncio.Future[Any]] = [task] if getter is None else [task, getter]
+            for future in pending:
+                future.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _check_readiness(self) -> None:
         """Until cancelled: check every dependency each readiness_check_s; /readyz answers

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from webgpt.service.errors import InvalidRequest
+from webgpt.service.errors import InvalidRequest, Overloaded
 from webgpt.service.idempotency import IdempotentRequests, fingerprint
 
 
@@ -66,6 +66,22 @@ async def test_an_error_is_the_outcome_too() -> None:
         with pytest.raises(RuntimeError, match="policy down"):
             await requests.run("k", "abc", "f", failing)
     assert starts == 1
+
+
+async def test_an_error_worth_retrying_is_not_kept_so_the_retry_runs_again() -> None:
+    requests: IdempotentRequests[str] = IdempotentRequests(ttl_s=60, max_ended=10)
+    outcomes: list[Exception | str] = [Overloaded("full"), "answer"]
+
+    async def busy_then_free() -> str:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    with pytest.raises(Overloaded):
+        await requests.run("k", "abc", "f", busy_then_free)
+    await asyncio.sleep(0)  # the run's end is seen
+    assert await requests.run("k", "abc", "f", busy_then_free) == "answer"
 
 
 async def test_the_work_goes_on_when_its_client_leaves_so_a_retry_finds_it() -> None:

@@ -86,7 +86,7 @@ async def test_a_batch_left_by_a_crash_is_written_once(tmp_path: Path) -> None:
 
 
 async def test_answers_are_spooled_while_the_database_is_down_and_written_when_back(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = PostgresServer()
     try:
@@ -116,6 +116,9 @@ async def test_answers_are_spooled_while_the_database_is_down_and_written_when_b
             assert answer_rows(store) == ["ans_0", "ans_1", "ans_2"]
             assert metric(metrics, "replayed") == 3
             assert recorder.database_up is True
+            logged = [r.getMessage() for r in caplog.records]
+            assert sum("feedback database unavailable" in m for m in logged) == 1  # once
+            assert any("feedback database back: 3 spooled" in m for m in logged)
 
             await recorder.record(two_candidates("ans_3"))
             await recorder.flush()
