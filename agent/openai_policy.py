@@ -11,7 +11,7 @@ piling retries on it (no retry storm).
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,9 @@ class OpenAIPolicy:
     backoff_s: float = 0.5
     cooldown_s: float = 5.0
     transport: httpx.AsyncBaseTransport | None = None
+    # Called when the server answers 404 for this model (an adapter a restarted vLLM no
+    # longer has): it loads the model again, and the request is sent once more.
+    on_missing_model: Callable[[], Awaitable[None]] | None = None
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     _down_until: float = field(default=0.0, init=False, repr=False)
 
@@ -148,6 +151,15 @@ class OpenAIPolicy:
 
     async def _send(self, payload: dict[str, Any], stream: bool) -> httpx.Response:
         """POST with bounded retries; returns a successful response (open, when streaming)."""
+        try:
+            return await self._send_once(payload, stream)
+        except PolicyResponseError as error:
+            if error.status_code != 404 or self.on_missing_model is None:
+                raise
+            await self.on_missing_model()
+            return await self._send_once(payload, stream)
+
+    async def _send_once(self, payload: dict[str, Any], stream: bool) -> httpx.Response:
         if time.monotonic() < self._down_until:
             raise PolicyUnavailable(f"the policy server at {self.base_url} is down (cooling down)")
         client = self._http()

@@ -315,22 +315,41 @@ class PolicyVersions:
     # Adapters brought up on the LoRA server, by version: what keep_served loads again.
     adapters: dict[str, tuple[Manifest, Path]] = field(default_factory=dict)
 
+    _reloading: asyncio.Lock = field(default_factory=asyncio.Lock)
+
     def client(self, version: str) -> OpenAIPolicy:
-        return OpenAIPolicy(self.server.base_url, version, api_key=self.server.api_key)
+        """A client of the adapter version; a 404 for it (the server lost it) loads it again
+        and resends, so answers do not fail in the moments before keep_served would."""
+
+        async def load_again() -> None:
+            await self.load_again(version)
+
+        return OpenAIPolicy(
+            self.server.base_url,
+            version,
+            api_key=self.server.api_key,
+            on_missing_model=load_again,
+        )
 
     async def keep_served(self, policy: OpenAIPolicy) -> None:
         """Load the serving adapter again into a policy server that answers without it: a
         vLLM restarted (crashed, OOM-killed, rescheduled) forgets every adapter loaded at
         run time, and every answer would fail with 404 until the next promote."""
-        loaded = self.adapters.get(policy.name)
+        await self.load_again(policy.name)
+
+    async def load_again(self, version: str) -> None:
+        """Load an adapter version brought up before into the server, if the server answers
+        and no longer serves it; one at a time (many episodes see the 404 together)."""
+        loaded = self.adapters.get(version)
         if loaded is None:
             return  # full weights on their own server, or no longer serving
-        served = await self.server.served_models()
-        if served is None or policy.name in served:
-            return  # down (it is restarting: try again next time) or fine
-        manifest, folder = loaded
-        await self.server.load(manifest, folder)
-        log_event("policy_adapter_reloaded", str(folder), f"{policy.name}: the server had lost it")
+        async with self._reloading:
+            served = await self.server.served_models()
+            if served is None or version in served:
+                return  # down (it is restarting: try again later) or fine
+            manifest, folder = loaded
+            await self.server.load(manifest, folder)
+            log_event("policy_adapter_reloaded", str(folder), f"{version}: the server had lost it")
 
     async def bring_up(self, folder: Path) -> OpenAIPolicy:
         """Check the version in folder, serve it beside the served one, run its canaries."""

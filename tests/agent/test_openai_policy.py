@@ -133,3 +133,28 @@ async def test_broken_connection_mid_stream() -> None:
                 pass
     finally:
         await client.aclose()
+
+
+async def test_a_model_the_server_lost_is_loaded_again_and_the_request_resent(
+    policy_url: str, script: Script
+) -> None:
+    """A restarted vLLM answers 404 for an adapter loaded before: the hook loads it again
+    (here: the scripted server learns the name) and the request goes through."""
+    loads: list[str] = []
+
+    async def load_again() -> None:
+        loads.append("v1")
+        script.adapters["v1"] = "/registry/v1"
+
+    client = OpenAIPolicy(policy_url, "v1", on_missing_model=load_again)
+    plain = OpenAIPolicy(policy_url, "v2")
+    script.commands = ["Back", "Top"]  # the scripted server takes one for the 404 too
+    try:
+        result = await client.complete("x", Sampling())
+        with pytest.raises(PolicyResponseError, match="404"):
+            await plain.complete("x", Sampling())  # without the hook: the 404 as it was
+    finally:
+        await client.aclose()
+        await plain.aclose()
+    assert [c.text for c in result.choices] == ["Top"] and loads == ["v1"]
+    assert [r["model"] for r in script.requests] == ["v1", "v1", "v2"]
