@@ -108,13 +108,17 @@ class Agent:
         max_actions: int | None = None,
         temperature: float | None = None,
         emit: Emit | None = None,
+        rerank: bool = True,
     ) -> AnswerResult:
+        """n episodes on question; with rerank, the reward model picks the answer among
+        them (best-of-n); without, they stay n answers in episode order (OpenAI's `n`) and
+        the answer is the first that answered."""
         question = question.strip()
         if not question:
             raise ConfigurationError("the question is empty")
         if n < 1:
             raise ConfigurationError("n must be at least 1")
-        if n > 1 and self.scorer is None:
+        if n > 1 and rerank and self.scorer is None:
             raise ConfigurationError(
                 f"n={n} needs a reward model to pick the best answer; none is configured"
             )
@@ -146,7 +150,7 @@ class Agent:
         if not results and failures:
             raise failures[0]
         clock = time.perf_counter()
-        rewards = await self._score(question, results)
+        rewards = await self._score(question, results) if rerank else {}
         scoring_s = time.perf_counter() - clock
         candidates = self._candidates(outcomes, rewards)
         best = self._best(candidates)

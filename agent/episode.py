@@ -138,30 +138,51 @@ async def run_episode(
                 )
             )
     result.end_reason = session.end_reason
-    result.references = [
+    if session.end_reason not in ("nonsense", "controversial"):
+        await write_answer(result, session, policy, config, emit)
+    else:
+        result.references = references(session)
+    result.timings.total_s = time.perf_counter() - started
+    return result
+
+
+def references(session: BrowserSession) -> list[Reference]:
+    """The session's quotes as what an answer may cite, numbered from 1."""
+    return [
         Reference(n=n, title=q.title, url=q.url, domain=q.domain, extract=q.extract)
         for n, q in enumerate(session.quotes, start=1)
     ]
-    if session.quotes and session.end_reason not in ("nonsense", "controversial"):
-        prompt = session.answer_prompt()
-        result.answer_prompt = prompt
-        sampling = answer_sampling(config, len(session.quotes))
-        clock = time.perf_counter()
-        parts: list[str] = []
-        async for chunk in policy.stream(prompt, sampling):
-            if chunk.usage is not None:
-                result.usage += chunk.usage
-            if not chunk.text:
-                continue
-            parts.append(chunk.text)
-            if emit is not None:
-                await emit(AnswerDeltaEvent(episode=episode, text=chunk.text))
-        result.timings.policy_s += time.perf_counter() - clock
-        answer, result.dangling_citations = check_citations(
-            uncited_decline("".join(parts).strip()), len(session.quotes)
-        )
-        result.answer = answer
-        if is_declined(answer):  # it cites nothing, so it has no references
-            result.references = []
-    result.timings.total_s = time.perf_counter() - started
-    return result
+
+
+async def write_answer(
+    result: EpisodeResult,
+    session: BrowserSession,
+    policy: Policy,
+    config: EpisodeConfig,
+    emit: Emit | None = None,
+) -> None:
+    """The answer phase, into result: the policy writes an answer citing the session's
+    quotes (none without quotes); citations of no quote are removed, a decline cites none."""
+    result.references = references(session)
+    if not session.quotes:
+        return
+    prompt = session.answer_prompt()
+    result.answer_prompt = prompt
+    sampling = answer_sampling(config, len(session.quotes))
+    clock = time.perf_counter()
+    parts: list[str] = []
+    async for chunk in policy.stream(prompt, sampling):
+        if chunk.usage is not None:
+            result.usage += chunk.usage
+        if not chunk.text:
+            continue
+        parts.append(chunk.text)
+        if emit is not None:
+            await emit(AnswerDeltaEvent(episode=result.episode, text=chunk.text))
+    result.timings.policy_s += time.perf_counter() - clock
+    answer, result.dangling_citations = check_citations(
+        uncited_decline("".join(parts).strip()), len(session.quotes)
+    )
+    result.answer = answer
+    if is_declined(answer):  # it cites nothing, so it has no references
+        result.references = []

@@ -39,10 +39,11 @@ class SearchEvent(_Event):
 
 
 class PageEvent(_Event):
-    """A page was opened by a click, or shown again by Back."""
+    """A page was opened by a click, shown again by Back, or opened by its URL (a caller
+    browsing through BrowserSession.open_url; the policy's commands cannot)."""
 
     type: Literal["page"] = "page"
-    via: Literal["click", "back"]
+    via: Literal["click", "back", "url"]
     url: str
     title: str
     kind: str

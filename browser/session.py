@@ -148,6 +148,21 @@ class BrowserSession:
             self.end_reason = "action_limit"
         return StepResult(self.observation(), event, self.done)
 
+    async def open_url(self, url: str) -> StepResult:
+        """Open url as if a link to it had been clicked: an action, through the same fetch
+        guard, blocked domains and censoring. For callers that browse themselves (MCP
+        hosts); the policy's commands open pages by clicking links only."""
+        if self.done:
+            raise EpisodeOver(f"the episode already ended ({self.end_reason})")
+        self.actions_taken += 1
+        page = await self._load(url)
+        self._open(page)
+        self.past_actions.append(f"Open {page.url or url}")
+        event = self._page_event(page, "url")
+        if not self.done and self.actions_left == 0:
+            self.end_reason = "action_limit"
+        return StepResult(self.observation(), event, self.done)
+
     def answer_prompt(self) -> str:
         """The answer-phase prompt; needs at least one quote."""
         if not self.quotes:
@@ -210,16 +225,20 @@ class BrowserSession:
         link = self._view.page.links.get(link_id)
         if link is None:
             raise InvalidCommand(f"there is no link {link_id} on this page")
-        page = await self.cache.get(link.url)
-        if page.kind not in ("error",) and is_blocked(
-            page.domain, self.config.render.blocked_domains
-        ):
-            page = error_page(page.url, f"Pages on {page.domain} are blocked.")
-        elif page.kind != "error" and self._censor.hits(page):
-            page = error_page(page.url, "This page was censored because it contains the question.")
+        page = await self._load(link.url)
         self._open(page)
         self.past_actions.append(f"Click {link.text} {link.domain}".rstrip())
         return self._page_event(page, "click")
+
+    async def _load(self, url: str) -> Page:
+        """url's page (fetched through the cache and its guard), or the error page that
+        says it is blocked or censored."""
+        page = await self.cache.get(url)
+        if page.kind != "error" and is_blocked(page.domain, self.config.render.blocked_domains):
+            return error_page(page.url, f"Pages on {page.domain} are blocked.")
+        if page.kind != "error" and self._censor.hits(page):
+            return error_page(page.url, "This page was censored because it contains the question.")
+        return page
 
     def _find(self, text: str) -> FindEvent:
         line = self._view.page.text_index.find_next(text, self._view.cursor)
@@ -275,7 +294,7 @@ class BrowserSession:
         first, last = scrollbar(self._view.page, self._view.cursor, self.config.window_lines)
         return ScrollEvent(first_line=first, last_line=last)
 
-    def _page_event(self, page: Page, via: Literal["click", "back"]) -> PageEvent:
+    def _page_event(self, page: Page, via: Literal["click", "back", "url"]) -> PageEvent:
         return PageEvent(
             via=via,
             url=page.url,

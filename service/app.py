@@ -17,11 +17,13 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 from starlette.datastructures import MutableHeaders
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webgpt.agent.errors import AgentError
 from webgpt.reward.errors import RewardServerError
 from webgpt.service.access import Access
+from webgpt.service.chat import openai_error
 from webgpt.service.errors import (
     PayloadTooLarge,
     ServiceError,
@@ -29,6 +31,7 @@ from webgpt.service.errors import (
     retry_after,
     status_of,
 )
+from webgpt.service.mcp_server import McpGate, build_mcp, http_transport
 from webgpt.service.metrics import Metrics
 from webgpt.service.protocol import (
     AnswerRequest,
@@ -47,18 +50,26 @@ from webgpt.service.serving import AnswerService
 
 logger = logging.getLogger("webgpt.service")
 STATIC = Path(__file__).parent / "static"
+OPENAI_ROUTES = "/v1/"  # where errors take OpenAI's shape (service.chat)
 SSE_PING_S = 15  # under the 30-60 s idle timeouts common in proxies and load balancers
 
 
-def error_response(error: Exception, retry_after_s: int) -> JSONResponse:
+def error_response(error: Exception, retry_after_s: int, path: str = "") -> JSONResponse:
+    """Our error body, or OpenAI's shape on its routes (/v1/...)."""
     status, kind, retry = status_of(error)
-    body = ErrorBody(error=ErrorDetail(type=kind, message=public_message(error)))
+    body = error_body(status, kind, public_message(error), path)
     # x-should-retry is what the official openai client obeys before its own rule (which
     # retries every 5xx, a 504 deadline included: one slow question would cost three).
     headers = {"x-should-retry": "true" if retry else "false"}
     if retry:
         headers["Retry-After"] = str(retry_after(error, retry_after_s))
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def error_body(status: int, kind: str, message: str, path: str) -> dict[str, Any]:
+    if path.startswith(OPENAI_ROUTES):
+        return {"error": openai_error(status, kind, message)}
+    return ErrorBody(error=ErrorDetail(type=kind, message=message)).model_dump()
 
 
 async def until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
@@ -95,7 +106,7 @@ class BodyLimit:
         too_large = PayloadTooLarge(f"request body is over {self.max_bytes} bytes")
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await error_response(too_large, 0)(scope, receive, send)
+            await error_response(too_large, 0, scope["path"])(scope, receive, send)
             return
         body = bytearray()
         while True:
@@ -104,7 +115,7 @@ class BodyLimit:
                 return
             body += message.get("body", b"")
             if len(body) > self.max_bytes:
-                await error_response(too_large, 0)(scope, receive, send)
+                await error_response(too_large, 0, scope["path"])(scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break
@@ -181,9 +192,12 @@ def create_app(service: AnswerService) -> FastAPI:
     answerer, labeler = access.require("answer"), access.require("label")
     admin = access.require("admin")
 
+    # MCP over streamable HTTP (service.mcp_server), behind the same keys and buckets.
+    mcp_endpoint, mcp_sessions = http_transport(build_mcp(service, access), settings.host)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with service.running():
+        async with service.running(), mcp_sessions():
             yield
 
     app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan)
@@ -191,7 +205,7 @@ def create_app(service: AnswerService) -> FastAPI:
     app.add_middleware(Observe, metrics=service.metrics)
 
     async def on_error(request: Request, error: Exception) -> JSONResponse:
-        return error_response(error, settings.retry_after_s)
+        return error_response(error, settings.retry_after_s, request.url.path)
 
     # Expected failures get their status here; anything else is a logged 500 from
     # Starlette's outermost middleware, with the same error shape.
@@ -207,8 +221,8 @@ def create_app(service: AnswerService) -> FastAPI:
         message = (
             f"{where}: {first.get('msg', 'invalid request')}" if where else str(first.get("msg"))
         )
-        body = ErrorBody(error=ErrorDetail(type="invalid_request", message=message))
-        return JSONResponse(body.model_dump(), status_code=422)
+        body = error_body(422, "invalid_request", message, request.url.path)
+        return JSONResponse(body, status_code=422)
 
     def once(
         request: Request, caller: str, body: BaseModel, work: Callable[[], Awaitable[Any]]
@@ -263,6 +277,10 @@ def create_app(service: AnswerService) -> FastAPI:
         await sessions.abandon(owner, session_id)
         return Response(status_code=204)
 
+    def refuse(error: Exception, path: str) -> ASGIApp:
+        return error_response(error, settings.retry_after_s, path)
+
+    app.router.routes.append(Route("/mcp", McpGate(mcp_endpoint, access, refuse)))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)

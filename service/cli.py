@@ -21,6 +21,7 @@ from webgpt.reward import cli as reward_cli
 from webgpt.reward.errors import RewardError
 
 if TYPE_CHECKING:
+    from webgpt.service.settings import ServiceSettings
     from webgpt.service.store import FeedbackStore
 
 
@@ -46,6 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--policy-model", default=None)
     serve.add_argument("--reward-model", default=None)
     serve.set_defaults(run=_serve)
+    mcp = commands.add_parser(
+        "mcp",
+        help="the MCP server on stdin/stdout, for an agent host or IDE (docs/mcp.md)",
+    )
+    mcp.add_argument("--engine", default=None, help="default: $WEBGPT_ENGINE or offline")
+    mcp.add_argument("--policy-url", default=None)
+    mcp.add_argument("--policy-model", default=None)
+    mcp.add_argument("--reward-model", default=None)
+    mcp.set_defaults(run=_mcp)
     feedback = commands.add_parser("feedback", help="human feedback the service recorded")
     feedback_commands = feedback.add_subparsers(dest="feedback_command", required=True)
     export = feedback_commands.add_parser(
@@ -135,25 +145,36 @@ async def _write_demonstrations(
     return count
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _settings(args: argparse.Namespace) -> "ServiceSettings":
+    """The service's settings, the command line's options over the environment's."""
     from pydantic import ValidationError
 
-    from webgpt.service.server import serve
     from webgpt.service.settings import ServiceSettings
 
-    overrides = {
-        name: value
-        for name in ("host", "port", "engine", "policy_url", "policy_model", "reward_model")
-        if (value := getattr(args, name)) is not None
-    }
+    names = ("host", "port", "engine", "policy_url", "policy_model", "reward_model")
+    overrides = {name: value for name in names if (value := getattr(args, name, None)) is not None}
     try:
-        settings = ServiceSettings(**overrides)
+        return ServiceSettings(**overrides)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
         )
         raise ConfigurationError(f"invalid settings: {problems}") from None
-    serve(settings)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from webgpt.service.server import serve
+
+    serve(_settings(args))
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """stdout carries the protocol: everything else (progress, logs) goes to stderr."""
+    from webgpt.service.mcp_server import run_stdio
+    from webgpt.service.server import build_service
+
+    asyncio.run(run_stdio(build_service(_settings(args))))
     return 0
 
 

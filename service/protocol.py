@@ -192,16 +192,28 @@ class ChatMessage(BaseModel):
         return self.content or ""
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
 class ChatRequest(BaseModel):
-    """OpenAI chat completions; fields we do not use (max_tokens, top_p, ...) are accepted."""
+    """OpenAI chat completions (service.chat); fields we do not use (max_tokens, top_p, ...)
+    are accepted."""
 
     model_config = ConfigDict(extra="allow")
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
-    n: int = Field(1, ge=1, description="episodes for best-of-n; one choice is returned")
+    stream_options: StreamOptions | None = None
+    n: int = Field(1, ge=1, description="choices, each its own browsing episode")
+    best_of: int | None = Field(
+        None, ge=1, description="episodes the reward model picks the n best of (extra body)"
+    )
     temperature: float = Field(0.8, ge=0.0, le=2.0)
+    deadline_s: float | None = Field(None, gt=0, description="as /answer's (extra body)")
 
     def question(self) -> str:
         for message in reversed(self.messages):

@@ -7,17 +7,19 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import InitVar, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from webgpt.agent.answer import Agent, AnswerResult, Scorer
-from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, write_answer
 from webgpt.agent.errors import PolicyUnavailable
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
-from webgpt.browser.session import SessionConfig
+from webgpt.agent.trace import TraceEvent
+from webgpt.browser.session import BrowserSession, SessionConfig
 from webgpt.browser.web import Web
+from webgpt.service.browsing import BrowsingSessions
+from webgpt.service.chat import answer_request, chunks, completion
 from webgpt.service.demonstrating import DemonstrationSessions
 from webgpt.service.errors import (
     DatabaseUnavailable,
@@ -52,6 +54,7 @@ from webgpt.service.store import FeedbackStore
 from webgpt.service.versions import Slot, follow_alias
 
 logger = logging.getLogger("webgpt.service")
+T = TypeVar("T")
 CHECK_TIMEOUT_S = 30.0  # a readiness check still running this long has failed
 
 
@@ -102,6 +105,13 @@ class AnswerService:
         self.policies: Slot[OpenAIPolicy] = Slot(policy, retire)
         self.scorers = scorer_slot(scorer)
         self.demonstrations = DemonstrationSessions(self.web, self.store, self.settings)
+        # Sessions agent hosts browse in through the MCP tools (service.mcp_server).
+        self.mcp_sessions = BrowsingSessions(
+            self.web,
+            per_owner=self.settings.max_mcp_sessions_per_key,
+            total=self.settings.max_mcp_sessions,
+            idle_s=self.settings.mcp_session_idle_s,
+        )
         spool = self.settings.answer_spool or default_spool(self.store)
         self.recorder = AnswerRecorder(
             self.store,
@@ -184,11 +194,8 @@ class AnswerService:
     def _deadline_s(self, request: AnswerRequest) -> float:
         return request.deadline_s or self.settings.answer_deadline_s
 
-    async def _within_deadline(
-        self, request: AnswerRequest, work: Awaitable[AnswerResult]
-    ) -> AnswerResult:
+    async def _within_deadline(self, deadline_s: float, work: Awaitable[T]) -> T:
         """work, cancelled whole (episodes, browser, policy and reward calls) at the deadline."""
-        deadline_s = self._deadline_s(request)
         try:
             async with asyncio.timeout(deadline_s):
                 return await work
@@ -206,7 +213,9 @@ class AnswerService:
             session=SessionConfig(max_actions=request.max_actions),
         )
 
-    async def answer(self, request: AnswerRequest) -> AnswerResponse:
+    async def answer(self, request: AnswerRequest, *, rerank: bool = True) -> AnswerResponse:
+        """request's answer; rerank=False keeps its n episodes as n answers (the OpenAI
+        route's `n`) instead of the reward model's pick among them."""
         self.check(request)
         trace: list[TraceEvent] = []
 
@@ -216,13 +225,28 @@ class AnswerService:
         async def run() -> AnswerResult:
             async with self.admission.slot(), self._versions() as (policy, scorer):
                 return await self._agent(request, policy, scorer).answer(
-                    request.question, request.n, emit=keep if request.include_trace else None
+                    request.question,
+                    request.n,
+                    emit=keep if request.include_trace else None,
+                    rerank=rerank,
                 )
 
-        result = await self._within_deadline(request, run())
+        result = await self._within_deadline(self._deadline_s(request), run())
         self.metrics.observe_answer(result)
         await self.recorder.record(result)
         return AnswerResponse(**result.model_dump(), trace=trace if request.include_trace else None)
+
+    async def answer_from_quotes(self, session: BrowserSession) -> tuple[EpisodeResult, str]:
+        """The policy's answer citing the quotes of a session someone else browsed (an MCP
+        host), and the policy version that wrote it; admitted and timed as answers are."""
+
+        async def run() -> tuple[EpisodeResult, str]:
+            async with self.admission.slot(), self._versions() as (policy, _):
+                result = EpisodeResult(0, None, [], session.end_reason)
+                await write_answer(result, session, policy, EpisodeConfig())
+                return result, policy.name
+
+        return await self._within_deadline(self.settings.answer_deadline_s, run())
 
     async def once(
         self,
@@ -240,7 +264,9 @@ class AnswerService:
             caller, key, fingerprint(route, body), work, self.metrics.idempotent_replays.inc
         )
 
-    def stream(self, request: AnswerRequest) -> AsyncIterator[StreamEvent]:
+    def stream(
+        self, request: AnswerRequest, *, rerank: bool = True
+    ) -> AsyncGenerator[StreamEvent, None]:
         """The trace as it happens, then `final` or `error` (the route sends them as
         server-sent events and ends with [DONE]).
 
@@ -250,9 +276,11 @@ class AnswerService:
         """
         self.check(request)
         self.admission.check()
-        return self._events(request)
+        return self._events(request, rerank)
 
-    async def _events(self, request: AnswerRequest) -> AsyncIterator[StreamEvent]:
+    async def _events(
+        self, request: AnswerRequest, rerank: bool
+    ) -> AsyncGenerator[StreamEvent, None]:
         queue: asyncio.Queue[TraceEvent] = asyncio.Queue()
 
         async def put(event: TraceEvent) -> None:
@@ -261,9 +289,9 @@ class AnswerService:
         async def run() -> AnswerResult:
             async with self.admission.slot(), self._versions() as (policy, scorer):
                 agent = self._agent(request, policy, scorer)
-                return await agent.answer(request.question, request.n, emit=put)
+                return await agent.answer(request.question, request.n, emit=put, rerank=rerank)
 
-        task = asyncio.create_task(self._within_deadline(request, run()))
+        task = asyncio.create_task(self._within_deadline(self._deadline_s(request), run()))
         getter: asyncio.Future[TraceEvent] | None = None
         try:
             while not (task.done() and queue.empty()):
@@ -345,89 +373,28 @@ class AnswerService:
             )
         return ReadyCheck(ok=True, spooled=spooled)
 
-    def _chat_answer(self, chat: ChatRequest) -> AnswerRequest:
-        try:
-            question = chat.question()
-        except ValueError as error:
-            raise InvalidRequest(str(error)) from None
-        extra = chat.model_extra or {}
-        return AnswerRequest.model_validate(
-            {
-                "question": question,
-                "n": chat.n,
-                "temperature": chat.temperature,
-                "deadline_s": extra.get("deadline_s"),
-            }
-        )
-
     async def chat(self, chat: ChatRequest) -> dict[str, Any]:
-        """An OpenAI chat.completion whose message is the answer; references alongside."""
-        result = await self.answer(self._chat_answer(chat))
-        references = [r.model_dump() for r in result.references]
-        usage = result.usage
-        return {
-            "id": "chatcmpl-" + result.id.removeprefix("ans_"),
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": str(result.versions["policy"]),
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {
-                        "role": "assistant",
-                        "content": result.answer or "",
-                        "references": references,
-                        "declined": result.declined,
-                    },
-                }
-            ],
-            "usage": {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-            },
-            "references": references,
-            "declined": result.declined,
-        }
+        """An OpenAI chat.completion: n choices, or best_of reranked (service.chat)."""
+        request, reranked = answer_request(chat)
+        self._check_reranking(request, reranked)
+        result = await self.answer(request, rerank=reranked)
+        return completion(result, chat, reranked, int(time.time()))
 
     def chat_stream(self, chat: ChatRequest) -> AsyncIterator[dict[str, Any]]:
-        """chat.completion.chunk objects: the answer's text as it is written (n = 1), or the
-        chosen answer at the end (n > 1, known only after scoring); references in the last."""
-        return self._chat_chunks(chat, self.stream(self._chat_answer(chat)))
-
-    async def _chat_chunks(
-        self, chat: ChatRequest, events: AsyncIterator[StreamEvent]
-    ) -> AsyncIterator[dict[str, Any]]:
-        chat_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-
-        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-            return {
-                "id": chat_id,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                **extra,
-            }
-
-        # The version the answer will start on; the final chunk names the one it used.
+        """chat.completion.chunk objects (service.chat.chunks); limits, capacity and the
+        reward model are checked before the first byte."""
+        request, reranked = answer_request(chat)
+        self._check_reranking(request, reranked)
+        events = self.stream(request, rerank=reranked)
+        # The version the answer will start on; the finishing chunks name the one it used.
         model = self.policies.current.name if self.policies.current else ""
-        yield chunk({"role": "assistant", "content": ""})
-        streamed = False
-        async for event in events:
-            if isinstance(event, AnswerDeltaEvent) and chat.n == 1:
-                streamed = True
-                yield chunk({"content": event.text})
-            elif isinstance(event, FinalEvent):
-                result = event.result
-                model = str(result.versions["policy"])
-                if not streamed:
-                    yield chunk({"content": result.answer or ""})
-                references = [r.model_dump(mode="json") for r in result.references]
-                yield chunk({}, "stop", references=references, declined=result.declined)
-            elif isinstance(event, StreamErrorEvent):
-                yield {"error": {"type": event.error_type, "message": event.message}}
+        return chunks(
+            events, chat, reranked, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), model
+        )
+
+    def _check_reranking(self, request: AnswerRequest, reranked: bool) -> None:
+        if reranked and request.n > 1 and self.scorers.current is None:
+            raise InvalidRequest("best_of needs a reward model; this service has none")
 
     async def feedback(
         self, feedback: ComparisonFeedback | GradedComparisonFeedback | DemonstrationFeedback
@@ -479,6 +446,7 @@ class AnswerService:
         await self.idempotent.aclose()
         await self.scorers.aclose()
         await self.demonstrations.aclose()
+        await self.mcp_sessions.aclose()
         await self.web.aclose()
         with contextlib.suppress(DatabaseUnavailable):
             await self.recorder.flush()  # what is left stays spooled for the next start

@@ -89,6 +89,11 @@ class ServiceSettings(Settings):
     max_demo_sessions_per_key: int = Field(default=4, ge=1)
     max_demo_sessions: int = Field(default=64, ge=1)
     demo_session_idle_s: float = Field(default=1800.0, gt=0)
+    # Agent hosts browsing through our MCP tools (service.mcp_server): their browser
+    # sessions per API key and in all, and how long one may sit idle.
+    max_mcp_sessions_per_key: int = Field(default=8, ge=1)
+    max_mcp_sessions: int = Field(default=128, ge=1)
+    mcp_session_idle_s: float = Field(default=600.0, gt=0)
     # A questions JSONL (evals.questions: question, gold_answers, split, ...) that people
     # demonstrate in turn; each record keeps its gold answers and split.
     demo_questions: Path | None = None

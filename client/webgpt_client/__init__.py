@@ -1,4 +1,5 @@
-"""Python SDK for the webgpt answering service (depends only on httpx and pydantic)."""
+"""Python SDK for the webgpt answering service (depends only on httpx, httpx-sse and
+pydantic)."""
 
 from webgpt_client._client import AsyncClient, Client
 from webgpt_client._exceptions import (
@@ -8,8 +9,10 @@ from webgpt_client._exceptions import (
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
+    ConflictError,
     DeadlineExceededError,
     InternalServerError,
+    NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
     RateLimitError,
@@ -18,16 +21,20 @@ from webgpt_client._exceptions import (
     UnprocessableEntityError,
     WebGPTError,
 )
+from webgpt_client._sessions import AsyncSessions, Sessions
 from webgpt_client._streaming import AsyncStream, Stream
 from webgpt_client.types import (
     Answer,
     AnyEvent,
+    BrowserEvent,
     Candidate,
+    CollectedQuote,
     Event,
     Feedback,
     Grade,
     Ratings,
     Reference,
+    SessionState,
 )
 
 __all__ = [
@@ -38,22 +45,29 @@ __all__ = [
     "Answer",
     "AnyEvent",
     "AsyncClient",
+    "AsyncSessions",
     "AsyncStream",
     "AuthenticationError",
     "BadRequestError",
+    "BrowserEvent",
     "Candidate",
     "Client",
+    "CollectedQuote",
+    "ConflictError",
     "DeadlineExceededError",
     "Event",
     "Feedback",
     "Grade",
     "InternalServerError",
+    "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "RateLimitError",
     "Ratings",
     "Reference",
     "ServiceUnavailableError",
+    "SessionState",
+    "Sessions",
     "Stream",
     "StreamError",
     "UnprocessableEntityError",

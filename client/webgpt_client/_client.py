@@ -15,6 +15,7 @@ from webgpt_client._exceptions import (
     WebGPTError,
     status_error,
 )
+from webgpt_client._sessions import AsyncSessions, Sessions
 from webgpt_client._streaming import AsyncStream, Stream
 from webgpt_client.types import Answer, Feedback, Grade, Ratings
 
@@ -42,10 +43,12 @@ class _BaseClient:
         self.timeout = timeout
         self.max_retries = max_retries
 
-    def _headers(self, idempotency_key: str | None = None) -> dict[str, str]:
+    def _headers(self, stream: bool, idempotency_key: str | None) -> dict[str, str]:
         headers = {"User-Agent": "webgpt-client/0.1"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        if stream:
+            headers["Accept"] = "text/event-stream"
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         return headers
@@ -86,12 +89,23 @@ class _BaseClient:
             body["note"] = note
         return body
 
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
-        if response is not None:
-            try:
-                return min(float(response.headers["retry-after"]), MAX_RETRY_AFTER_S)
-            except (KeyError, ValueError):
-                pass
+    @staticmethod
+    def _demonstration_body(
+        question: str, commands: list[str], answer: str, quotes: list[dict[str, str]] | None
+    ) -> dict[str, Any]:
+        return {
+            "kind": "demonstration",
+            "question": question,
+            "commands": list(commands),
+            "answer": answer,
+            "quotes": list(quotes or []),
+        }
+
+    def _delay(self, attempt: int, failure: WebGPTError) -> float:
+        """The refusal's own Retry-After (capped: a misconfigured hour must not hang the
+        caller), else exponential backoff with jitter."""
+        if isinstance(failure, APIStatusError) and failure.retry_after_s is not None:
+            return min(failure.retry_after_s, MAX_RETRY_AFTER_S)
         return float(0.5 * 2.0**attempt * random.uniform(0.5, 1.5))
 
     def _connection_failure(self, error: httpx.HTTPError) -> WebGPTError:
@@ -105,8 +119,9 @@ class _BaseClient:
     def _should_retry(self, attempt: int, failure: WebGPTError, idempotent: bool) -> bool:
         """Only what is safe to send again: a refusal the server sent before doing the work
         (429, 503), or a request that never reached it. A read timeout or a dropped
-        connection after sending may have been processed: a repeated POST would record a
-        second answer or a duplicated comparison, which poisons training data; unless it
+        connection after sending may have been processed: a repeat would record a second
+        answer or a duplicated comparison, which poisons training data, run a session's
+        command twice, or find the session its first try closed gone (404); unless it
         carries an Idempotency-Key, when the service answers the repeat with the first
         request's outcome."""
         if attempt >= self.max_retries:
@@ -117,7 +132,9 @@ class _BaseClient:
 
 
 class Client(_BaseClient):
-    """The webgpt service from synchronous code. `with Client() as client: ...`"""
+    """The webgpt service from synchronous code. `with Client() as client: ...`
+
+    `client.sessions` records demonstrations (Sessions)."""
 
     def __init__(
         self,
@@ -129,6 +146,7 @@ class Client(_BaseClient):
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_retries)
         self._http = http_client or httpx.Client(timeout=timeout)
+        self.sessions = Sessions(self._request)
 
     def answer(
         self,
@@ -152,7 +170,7 @@ class Client(_BaseClient):
             include_trace=include_trace,
             deadline_s=deadline_s,
         )
-        response = self._send(body, stream=False, idempotency_key=idempotency_key)
+        response = self._request("POST", "/answer", body, idempotency_key=idempotency_key)
         return Answer.model_validate(response.json())
 
     def stream(
@@ -173,45 +191,14 @@ class Client(_BaseClient):
             deadline_s=deadline_s,
             stream=True,
         )
-        return Stream(self._send(body, stream=True))
-
-    def _send(
-        self,
-        body: dict[str, Any],
-        stream: bool,
-        path: str = "/answer",
-        idempotency_key: str | None = None,
-    ) -> httpx.Response:
-        attempt = 0
-        while True:
-            response: httpx.Response | None = None
-            try:
-                request = self._http.build_request(
-                    "POST",
-                    f"{self.base_url}{path}",
-                    json=body,
-                    headers=self._headers(idempotency_key),
-                )
-                response = self._http.send(request, stream=stream)
-            except httpx.HTTPError as error:
-                failure = self._connection_failure(error)
-            else:
-                if response.status_code < 400:
-                    return response
-                response.read()
-                response.close()
-                failure = status_error(response)
-            if not self._should_retry(attempt, failure, idempotency_key is not None):
-                raise failure
-            time.sleep(self._delay(attempt, response))
-            attempt += 1
+        return Stream(self._request("POST", "/answer", body, stream=True))
 
     def feedback(
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
     ) -> Feedback:
         """Record which of two candidates of an answer is better (or that they tie)."""
         body = self._feedback_body(answer_id, better, worse, tie, note)
-        return Feedback.model_validate(self._send(body, stream=False, path="/feedback").json())
+        return Feedback.model_validate(self._request("POST", "/feedback", body).json())
 
     def compare(
         self,
@@ -227,7 +214,55 @@ class Client(_BaseClient):
         """Record a graded comparison of candidates a and b (as shown to the rater as A and
         B): WebGPT's 5-point preference and, per answer, optional ratings."""
         body = self._graded_body(answer_id, a, b, grade, ratings_a, ratings_b, note)
-        return Feedback.model_validate(self._send(body, stream=False, path="/feedback").json())
+        return Feedback.model_validate(self._request("POST", "/feedback", body).json())
+
+    def demonstrate(
+        self,
+        question: str,
+        *,
+        commands: list[str],
+        answer: str,
+        quotes: list[dict[str, str]] | None = None,
+    ) -> Feedback:
+        """Record a demonstration given as bare commands (browsed elsewhere); `webgpt
+        feedback export --demonstrations` replays them on the offline web to record what
+        each showed. `sessions` records one as it is browsed instead."""
+        body = self._demonstration_body(question, commands, answer, quotes)
+        return Feedback.model_validate(self._request("POST", "/feedback", body).json())
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        stream: bool = False,
+        idempotency_key: str | None = None,
+    ) -> httpx.Response:
+        """The response to a request, sent again where _should_retry allows; a typed error
+        for an error status."""
+        attempt = 0
+        while True:
+            try:
+                request = self._http.build_request(
+                    method,
+                    f"{self.base_url}{path}",
+                    json=body,
+                    headers=self._headers(stream, idempotency_key),
+                )
+                response = self._http.send(request, stream=stream)
+            except httpx.HTTPError as error:
+                failure = self._connection_failure(error)
+            else:
+                if response.status_code < 400:
+                    return response
+                response.read()
+                response.close()
+                failure = status_error(response)
+            if not self._should_retry(attempt, failure, idempotency_key is not None):
+                raise failure
+            time.sleep(self._delay(attempt, failure))
+            attempt += 1
 
     def close(self) -> None:
         self._http.close()
@@ -240,7 +275,9 @@ class Client(_BaseClient):
 
 
 class AsyncClient(_BaseClient):
-    """The webgpt service from asyncio code. `async with AsyncClient() as client: ...`"""
+    """The webgpt service from asyncio code. `async with AsyncClient() as client: ...`
+
+    `client.sessions` records demonstrations (AsyncSessions)."""
 
     def __init__(
         self,
@@ -252,6 +289,7 @@ class AsyncClient(_BaseClient):
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_retries)
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
+        self.sessions = AsyncSessions(self._request)
 
     async def answer(
         self,
@@ -272,7 +310,7 @@ class AsyncClient(_BaseClient):
             include_trace=include_trace,
             deadline_s=deadline_s,
         )
-        response = await self._send(body, stream=False, idempotency_key=idempotency_key)
+        response = await self._request("POST", "/answer", body, idempotency_key=idempotency_key)
         return Answer.model_validate(response.json())
 
     async def stream(
@@ -292,44 +330,13 @@ class AsyncClient(_BaseClient):
             deadline_s=deadline_s,
             stream=True,
         )
-        return AsyncStream(await self._send(body, stream=True))
-
-    async def _send(
-        self,
-        body: dict[str, Any],
-        stream: bool,
-        path: str = "/answer",
-        idempotency_key: str | None = None,
-    ) -> httpx.Response:
-        attempt = 0
-        while True:
-            response: httpx.Response | None = None
-            try:
-                request = self._http.build_request(
-                    "POST",
-                    f"{self.base_url}{path}",
-                    json=body,
-                    headers=self._headers(idempotency_key),
-                )
-                response = await self._http.send(request, stream=stream)
-            except httpx.HTTPError as error:
-                failure = self._connection_failure(error)
-            else:
-                if response.status_code < 400:
-                    return response
-                await response.aread()
-                await response.aclose()
-                failure = status_error(response)
-            if not self._should_retry(attempt, failure, idempotency_key is not None):
-                raise failure
-            await asyncio.sleep(self._delay(attempt, response))
-            attempt += 1
+        return AsyncStream(await self._request("POST", "/answer", body, stream=True))
 
     async def feedback(
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
     ) -> Feedback:
         body = self._feedback_body(answer_id, better, worse, tie, note)
-        response = await self._send(body, stream=False, path="/feedback")
+        response = await self._request("POST", "/feedback", body)
         return Feedback.model_validate(response.json())
 
     async def compare(
@@ -344,8 +351,52 @@ class AsyncClient(_BaseClient):
         note: str | None = None,
     ) -> Feedback:
         body = self._graded_body(answer_id, a, b, grade, ratings_a, ratings_b, note)
-        response = await self._send(body, stream=False, path="/feedback")
+        response = await self._request("POST", "/feedback", body)
         return Feedback.model_validate(response.json())
+
+    async def demonstrate(
+        self,
+        question: str,
+        *,
+        commands: list[str],
+        answer: str,
+        quotes: list[dict[str, str]] | None = None,
+    ) -> Feedback:
+        body = self._demonstration_body(question, commands, answer, quotes)
+        response = await self._request("POST", "/feedback", body)
+        return Feedback.model_validate(response.json())
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        stream: bool = False,
+        idempotency_key: str | None = None,
+    ) -> httpx.Response:
+        attempt = 0
+        while True:
+            try:
+                request = self._http.build_request(
+                    method,
+                    f"{self.base_url}{path}",
+                    json=body,
+                    headers=self._headers(stream, idempotency_key),
+                )
+                response = await self._http.send(request, stream=stream)
+            except httpx.HTTPError as error:
+                failure = self._connection_failure(error)
+            else:
+                if response.status_code < 400:
+                    return response
+                await response.aread()
+                await response.aclose()
+                failure = status_error(response)
+            if not self._should_retry(attempt, failure, idempotency_key is not None):
+                raise failure
+            await asyncio.sleep(self._delay(attempt, failure))
+            attempt += 1
 
     async def aclose(self) -> None:
         await self._http.aclose()

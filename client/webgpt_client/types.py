@@ -56,10 +56,49 @@ class Answer(_Model):
 
 
 class Feedback(_Model):
-    """The service's receipt for recorded feedback."""
+    """The service's receipt for stored feedback or a demonstration: its id and kind."""
 
     id: int
     kind: str
+
+
+class CollectedQuote(_Model):
+    """A quote collected while browsing: what an answer may cite as [n], n counting from 1."""
+
+    title: str
+    domain: str
+    url: str
+    extract: str
+
+
+class BrowserEvent(_Model):
+    """What one browsing command did; `type` tells which (search, page, scroll, find,
+    quote, end, invalid_action), the other fields are those of that type (docs/service.md,
+    "Stream events")."""
+
+    type: str
+
+
+class SessionState(_Model):
+    """A demonstration session as the person sees it: `observation` is exactly the text
+    the policy would be shown; the other fields are its parts, for drawing a page."""
+
+    id: str
+    question: str
+    observation: str
+    title: str
+    url: str
+    first_line: int
+    last_line: int
+    total_lines: int
+    lines: list[str]  # the lines in view, link markers 【n†text†domain】 included
+    quotes: list[CollectedQuote]
+    past_actions: list[str]
+    actions_left: int
+    can_go_back: bool
+    done: bool  # browsing has ended: answer (or abandon) next
+    end_reason: str | None  # answer, nonsense, controversial, action_limit, quote_budget
+    event: BrowserEvent | None = None  # what the last command did
 
 
 class Event(_Model):

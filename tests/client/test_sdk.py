@@ -1,10 +1,13 @@
 """The SDK against the real app on loopback (and httpx.MockTransport for transport faults)."""
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -16,17 +19,26 @@ from webgpt_client import (
     AuthenticationError,
     BadRequestError,
     Client,
+    ConflictError,
     DeadlineExceededError,
+    NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    ServiceUnavailableError,
     UnprocessableEntityError,
 )
 
 from tests.agent.fake_policy import Script
-from tests.servers import free_port
+from tests.client.fake_reward import reward_checkpoint, shortest_wins_app
+from tests.servers import free_port, serve
 
 EXAMPLES = Path(__file__).parent.parent.parent / "client" / "examples"
 QUESTION = "crow corvus"
+ANSWER = "Crows are corvids [1]."
+REFERENCE = "[1] Crow — https://en.wikipedia.org/wiki/Crow"
+CROW_QUOTE = "Crows are birds of the genus Corvus."
+# A person's demonstration on the test web: search, open the first result, quote it.
+BROWSING = ("Search crow corvus", "Clicked on link 0", f"Quote: {CROW_QUOTE}")
 
 
 def test_sync_answer_and_stream(service_url) -> None:  # type: ignore[no-untyped-def]
@@ -174,7 +186,12 @@ def test_a_post_that_may_have_been_processed_is_never_sent_twice() -> None:
             client.feedback("ans_1", better=0, worse=1)
         with pytest.raises(APITimeoutError):
             client.answer("q")
-    assert calls == ["/feedback", "/answer"]  # one try each: the server may have acted
+        with pytest.raises(APITimeoutError):
+            client.sessions.step("s1", "Scrolled down 1")
+        with pytest.raises(APITimeoutError):
+            client.sessions.abandon("s1")
+    # One try each: the server may have acted (a step sent again would scroll twice).
+    assert calls == ["/feedback", "/answer", "/sessions/s1/step", "/sessions/s1"]
 
     calls.clear()
     refusing = httpx.Client(transport=httpx.MockTransport(never_connected))
@@ -249,21 +266,190 @@ def test_unreachable_service() -> None:
         client.answer("q")
 
 
-def test_examples_run(service_url) -> None:  # type: ignore[no-untyped-def]
-    with service_url() as base:
-        env = {**os.environ, "WEBGPT_BASE_URL": base}
-        for example in ("answer.py", "stream_async.py"):
-            done = subprocess.run(
-                [sys.executable, str(EXAMPLES / example), QUESTION],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=120,
-                check=False,
+@dataclass(frozen=True)
+class ExampleRun:
+    """How one example is run: its arguments, what it reads on stdin, what it must print."""
+
+    prints: tuple[str, ...]
+    args: tuple[str, ...] = (QUESTION,)
+    stdin: str = ""
+
+
+EXAMPLE_RUNS = {
+    "answer.py": ExampleRun(prints=(ANSWER, REFERENCE)),
+    "stream_async.py": ExampleRun(prints=("episode 0: Search crow corvus", ANSWER, REFERENCE)),
+    "chat_openai.py": ExampleRun(prints=(ANSWER, REFERENCE)),
+    "feedback.py": ExampleRun(
+        stdin="2\n",  # A better
+        prints=("--- A\n" + ANSWER, "--- B\n" + ANSWER, "recorded graded comparison 1"),
+    ),
+    "session.py": ExampleRun(
+        # An answer without a citation is refused, and the person asked again.
+        stdin="\n".join([*BROWSING, "End: Answer", "Crows are corvids.", ANSWER, ""]),
+        prints=(
+            f"From Crow (en.wikipedia.org)\n> {CROW_QUOTE}",
+            "cite at least one quote",
+            "stored as demonstration 1",
+        ),
+    ),
+}
+
+
+@pytest.fixture
+def reward_model(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Service settings for a reward model (so n > 1 is served), on a stand-in server."""
+    checkpoint = reward_checkpoint(tmp_path / "rm-short", "rm-short")
+    with serve(shortest_wins_app("rm-short")) as base:
+        yield {"reward_model": str(checkpoint), "reward_url": f"{base}/v1"}
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.py")), ids=lambda path: path.name)
+def test_examples_run(
+    example: Path,
+    service_url,  # type: ignore[no-untyped-def]
+    reward_model: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """Every example runs against the real service with a label key and a reward model."""
+    run = EXAMPLE_RUNS.get(example.name)
+    assert run is not None, f"say in EXAMPLE_RUNS how to run {example.name} and what it prints"
+    settings = {"api_keys": "example-key:answer+label", "feedback_db": str(tmp_path / "fb.db")}
+    with service_url(**settings, **reward_model) as base:
+        env = {**os.environ, "WEBGPT_BASE_URL": base, "WEBGPT_API_KEY": "example-key"}
+        done = subprocess.run(
+            [sys.executable, str(example), *run.args],
+            input=run.stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    for expected in run.prints:
+        assert expected in done.stdout, f"{expected!r} not in:\n{done.stdout}"
+
+
+def test_a_whole_demonstration_session(service_url, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Create, step, answer: stored as the demonstration record; the session is closed."""
+    keys = "labeler:label,asker,admin:admin"
+    with service_url(api_keys=keys, feedback_db=str(tmp_path / "fb.db")) as base:
+        with Client(base, api_key="labeler") as client:
+            state = client.sessions.create(QUESTION)
+            assert state.question == QUESTION and state.lines == [] and state.event is None
+            for command in BROWSING:
+                state = client.sessions.step(state.id, command)
+            assert state.title == "Crow (en.wikipedia.org)" and state.actions_left == 97
+            assert state.event is not None and state.event.type == "quote"
+            assert [quote.extract for quote in state.quotes] == [CROW_QUOTE]
+            assert f"> {CROW_QUOTE}" in state.observation
+            with pytest.raises(UnprocessableEntityError, match="end browsing first"):
+                client.sessions.answer(state.id, ANSWER)
+            state = client.sessions.step(state.id, "End: Answer")
+            assert state.done and state.end_reason == "answer"
+            receipt = client.sessions.answer(state.id, ANSWER)
+            assert (receipt.kind, receipt.id) == ("demonstration", 1)
+            with pytest.raises(NotFoundError) as closed:  # stored and closed
+                client.sessions.step(state.id, "Top")
+            assert closed.value.status_code == 404 and closed.value.type == "not_found"
+            posted = client.demonstrate(
+                QUESTION, commands=[*BROWSING, "End: Answer"], answer=ANSWER
             )
-            assert done.returncode == 0, done.stderr
-            assert "Crows are corvids [1]." in done.stdout
-            assert "[1] Crow — https://en.wikipedia.org/wiki/Crow" in done.stdout
+            assert (posted.kind, posted.id) == ("demonstration", 2)
+        with (
+            Client(base, api_key="asker") as client,
+            pytest.raises(PermissionDeniedError) as denied,  # a bare key may only answer
+        ):
+            client.sessions.create(QUESTION)
+        assert denied.value.status_code == 403 and denied.value.type == "forbidden"
+        export = httpx.get(
+            f"{base}/admin/export/demonstrations", headers={"authorization": "Bearer admin"}
+        )
+    rows = [json.loads(line) for line in export.text.splitlines()]
+    assert [(row["id"], row["format"]) for row in rows] == [(1, "demonstration"), (2, "commands")]
+    recorded = rows[0]["record"]
+    assert [step["command"] for step in recorded["steps"]] == [*BROWSING, "End: Answer"]
+    assert recorded["answer"] == ANSWER and recorded["source"] == "person"
+
+
+async def test_an_abandoned_session_is_gone_and_stores_nothing(
+    service_url,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    with service_url(feedback_db=str(tmp_path / "fb.db")) as base:
+        async with AsyncClient(base) as client:
+            state = await client.sessions.create(QUESTION)
+            state = await client.sessions.step(state.id, "Search crow corvus")
+            assert state.event is not None and state.event.type == "search"
+            assert state.event.results[0]["title"] == "Crow"  # type: ignore[attr-defined]
+            typo = await client.sessions.step(state.id, "open the first one")
+            assert typo.event is not None and typo.event.type == "invalid_action"
+            assert typo.actions_left == 98  # it costs an action, as it would the policy
+            await client.sessions.abandon(state.id)
+            with pytest.raises(NotFoundError, match="no open browser session"):
+                await client.sessions.step(state.id, "Clicked on link 0")
+            with pytest.raises(NotFoundError):
+                await client.sessions.abandon(state.id)
+            with pytest.raises(UnprocessableEntityError, match="no question queue"):
+                await client.sessions.create(from_queue=True)
+            ended = await client.sessions.create("colorless green ideas")
+            ended = await client.sessions.step(ended.id, "End: Nonsense")
+            assert ended.done and ended.end_reason == "nonsense"
+            receipt = await client.sessions.answer(ended.id, None)  # nonsense has no answer
+            assert (receipt.kind, receipt.id) == ("demonstration", 1)  # the abandoned: none
+            posted = await client.demonstrate(
+                QUESTION, commands=[*BROWSING, "End: Answer"], answer=ANSWER
+            )
+            assert (posted.kind, posted.id) == ("demonstration", 2)
+
+
+def test_a_503_is_typed_with_its_retry_after_and_waited_out(
+    service_url,  # type: ignore[no-untyped-def]
+    script: Script,
+) -> None:
+    """The policy server fails (the service's own client retries once): 503
+    policy_unavailable with Retry-After, which the SDK waits out before sending again."""
+    with service_url(retry_after_s=1) as base:
+        script.faults = ["503", "503"]
+        with (
+            Client(base, max_retries=0) as client,
+            pytest.raises(ServiceUnavailableError) as down,
+        ):
+            client.answer(QUESTION)
+        assert down.value.status_code == 503 and down.value.type == "policy_unavailable"
+        assert down.value.retry_after_s == 1.0 and down.value.request_id
+
+        script.faults = ["503", "503"]
+        sent: list[float] = []
+        http = httpx.Client(
+            event_hooks={"request": [lambda request: sent.append(time.monotonic())]}
+        )
+        with Client(base, max_retries=1, http_client=http) as client:
+            assert client.answer(QUESTION).answer == ANSWER
+    assert len(sent) == 2 and sent[1] - sent[0] >= 0.9
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("2", 2.0), ("0.5", 0.5), ("-3", 0.0), ("nan", None), ("Wed, 21 Oct 2037 07:28:00 GMT", None)],
+)
+def test_retry_after_is_read_as_seconds(header: str, seconds: float | None) -> None:
+    """Only seconds are honoured: anything else leaves the wait to the client's backoff."""
+    refused = httpx.Response(503, headers={"Retry-After": header})
+    assert ServiceUnavailableError(refused).retry_after_s == seconds
+
+
+def test_a_session_id_is_one_path_segment() -> None:
+    paths: list[bytes] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.raw_path)
+        return httpx.Response(204)
+
+    http = httpx.Client(transport=httpx.MockTransport(record))
+    with Client("http://service.test", http_client=http) as client:
+        client.sessions.abandon("../answer")
+    assert paths == [b"/sessions/..%2Fanswer"]
 
 
 def _two_candidate_answer(db: Path, service_url) -> str:  # type: ignore[no-untyped-def]
@@ -309,3 +495,16 @@ async def test_feedback_sync_and_async(service_url, tmp_path: Path) -> None:  # 
     labels = [row["label"] for row in store.export_comparisons()]
     store.close()
     assert labels == [1.0, 0.5, 1.0, 0.25]
+
+
+def test_a_key_at_its_session_limit_gets_a_conflict_at_once(service_url) -> None:  # type: ignore[no-untyped-def]
+    with (
+        service_url(api_keys="k:answer+label", max_demo_sessions_per_key=1) as base,
+        Client(base, api_key="k") as client,
+    ):
+        first = client.sessions.create("crow corvus")
+        with pytest.raises(ConflictError, match="answer or abandon one") as caught:
+            client.sessions.create("ravens")
+        assert caught.value.status_code == 409 and caught.value.retry_after_s is None
+        client.sessions.abandon(first.id)
+        client.sessions.abandon(client.sessions.create("ravens").id)  # the slot is free again

@@ -47,7 +47,7 @@ def test_a_decline_is_marked_everywhere_and_cites_nothing(service_url, script: S
                     model="webgpt", messages=[{"role": "user", "content": QUESTION}], stream=True
                 )
             )
-            assert chunks[-1].model_extra["declined"] is True  # type: ignore[index]
+            assert chunks[-1].choices[0].delta.model_extra["declined"] is True  # type: ignore[index]
 
         with Client(base) as sdk:
             result = sdk.answer(QUESTION)

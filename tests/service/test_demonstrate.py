@@ -117,7 +117,8 @@ def test_sessions_are_bounded_per_key_private_and_expire(service_url) -> None:  
         blank = http.post("/sessions", json={"question": "   "}, headers=two)
         assert blank.status_code == 422 and "empty" in blank.text
         full = http.post("/sessions", json={"question": "ravens"}, headers=one)
-        assert full.status_code == 429 and "answer or abandon one" in full.text
+        assert full.status_code == 409 and "answer or abandon one" in full.text
+        assert "retry-after" not in full.headers  # waiting frees no slot
         # Another key's session is not found, exactly like one that does not exist.
         theirs = http.post(f"/sessions/{mine}/step", json={"command": "Top"}, headers=two)
         assert theirs.status_code == 404

@@ -14,7 +14,7 @@ import pytest
 from webgpt.browser.web import Web, WebOptions
 from webgpt.learning.demonstrations import Demonstration
 from webgpt.service.demonstrating import DemonstrationSessions
-from webgpt.service.errors import Overloaded
+from webgpt.service.errors import Overloaded, TooManySessions
 from webgpt.service.protocol import SessionState
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
@@ -86,7 +86,7 @@ async def test_concurrent_creates_keep_the_limit_and_take_distinct_questions(
     results = await asyncio.gather(*calls, return_exceptions=True)
 
     opened = [r for r in results if isinstance(r, SessionState)]
-    refused = [r for r in results if isinstance(r, Overloaded)]
+    refused = [r for r in results if isinstance(r, TooManySessions)]
     assert (len(opened), len(refused)) == (2, 3), results
     assert sorted(s.question for s in opened) == QUESTIONS[:2]  # the queue's first two
     assert all("answer or abandon one" in str(error) for error in refused)
