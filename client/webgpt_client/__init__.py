@@ -1,6 +1,7 @@
 """Python SDK for the webgpt answering service (depends only on httpx, httpx-sse and
 pydantic)."""
 
+from webgpt_client._admin import Admin, AsyncAdmin
 from webgpt_client._client import AsyncClient, Client
 from webgpt_client._exceptions import (
     APIConnectionError,
@@ -22,19 +23,29 @@ from webgpt_client._exceptions import (
     WebGPTError,
 )
 from webgpt_client._sessions import AsyncSessions, Sessions
-from webgpt_client._streaming import AsyncStream, Stream
+from webgpt_client._streaming import AsyncJSONLines, AsyncStream, JSONLines, Stream
 from webgpt_client.types import (
+    ActionEvent,
     Answer,
+    AnswerDeltaEvent,
     AnyEvent,
     BrowserEvent,
     Candidate,
+    CandidateEvent,
     CollectedQuote,
+    EpisodeErrorEvent,
+    ErrorEvent,
     Event,
     Feedback,
+    FinalEvent,
     Grade,
+    Health,
     Ratings,
+    Readiness,
+    ReadyCheck,
     Reference,
     SessionState,
+    Usage,
 )
 
 __all__ = [
@@ -42,28 +53,41 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "ActionEvent",
+    "Admin",
     "Answer",
+    "AnswerDeltaEvent",
     "AnyEvent",
+    "AsyncAdmin",
     "AsyncClient",
+    "AsyncJSONLines",
     "AsyncSessions",
     "AsyncStream",
     "AuthenticationError",
     "BadRequestError",
     "BrowserEvent",
     "Candidate",
+    "CandidateEvent",
     "Client",
     "CollectedQuote",
     "ConflictError",
     "DeadlineExceededError",
+    "EpisodeErrorEvent",
+    "ErrorEvent",
     "Event",
     "Feedback",
+    "FinalEvent",
     "Grade",
+    "Health",
     "InternalServerError",
+    "JSONLines",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "RateLimitError",
     "Ratings",
+    "Readiness",
+    "ReadyCheck",
     "Reference",
     "ServiceUnavailableError",
     "SessionState",
@@ -71,5 +95,6 @@ __all__ = [
     "Stream",
     "StreamError",
     "UnprocessableEntityError",
+    "Usage",
     "WebGPTError",
 ]

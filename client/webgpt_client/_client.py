@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from webgpt_client._admin import Admin, AsyncAdmin
 from webgpt_client._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -17,7 +18,7 @@ from webgpt_client._exceptions import (
 )
 from webgpt_client._sessions import AsyncSessions, Sessions
 from webgpt_client._streaming import AsyncStream, Stream
-from webgpt_client.types import Answer, Feedback, Grade, Ratings
+from webgpt_client.types import Answer, Feedback, Grade, Health, Ratings, Readiness
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 # The service's retry rule (infra/retry.py), mirrored because this package ships alone;
@@ -26,6 +27,11 @@ RETRIED_STATUSES = (429, 503)
 # Failures before the request left this process: the server cannot have acted on it.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 MAX_RETRY_AFTER_S = 30.0
+SSE = "text/event-stream"
+NDJSON = "application/x-ndjson"
+# Methods that change nothing: sending one again after a timeout cannot record anything
+# twice.
+SAFE_METHODS = ("GET", "HEAD")
 
 
 class _BaseClient:
@@ -43,12 +49,12 @@ class _BaseClient:
         self.timeout = timeout
         self.max_retries = max_retries
 
-    def _headers(self, stream: bool, idempotency_key: str | None) -> dict[str, str]:
+    def _headers(self, accept: str | None, idempotency_key: str | None) -> dict[str, str]:
         headers = {"User-Agent": "webgpt-client/0.1"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        if stream:
-            headers["Accept"] = "text/event-stream"
+        if accept is not None:
+            headers["Accept"] = accept
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         return headers
@@ -101,6 +107,17 @@ class _BaseClient:
             "quotes": list(quotes or []),
         }
 
+    @staticmethod
+    def _readiness(response: httpx.Response) -> Readiness:
+        """/readyz's answer, "not ready" (503) included: that is what a probe is asked for,
+        not a failure. A 503 that is no readiness (a proxy's page) is the typed error."""
+        try:
+            return Readiness.model_validate(response.json())
+        except ValueError:  # not JSON, or not a readiness (pydantic's ValidationError)
+            if response.status_code >= 400:
+                raise status_error(response) from None
+            raise
+
     def _delay(self, attempt: int, failure: WebGPTError) -> float:
         """The refusal's own Retry-After (capped: a misconfigured hour must not hang the
         caller), else exponential backoff with jitter."""
@@ -123,7 +140,7 @@ class _BaseClient:
         answer or a duplicated comparison, which poisons training data, run a session's
         command twice, or find the session its first try closed gone (404); unless it
         carries an Idempotency-Key, when the service answers the repeat with the first
-        request's outcome."""
+        request's outcome, or is a GET (a probe, an export), which changes nothing."""
         if attempt >= self.max_retries:
             return False
         if isinstance(failure, APIStatusError):
@@ -134,7 +151,8 @@ class _BaseClient:
 class Client(_BaseClient):
     """The webgpt service from synchronous code. `with Client() as client: ...`
 
-    `client.sessions` records demonstrations (Sessions)."""
+    `client.sessions` records demonstrations (Sessions); `client.admin` exports what people
+    recorded (Admin)."""
 
     def __init__(
         self,
@@ -147,6 +165,7 @@ class Client(_BaseClient):
         super().__init__(base_url, api_key, timeout, max_retries)
         self._http = http_client or httpx.Client(timeout=timeout)
         self.sessions = Sessions(self._request)
+        self.admin = Admin(self._open_lines)
 
     def answer(
         self,
@@ -191,7 +210,7 @@ class Client(_BaseClient):
             deadline_s=deadline_s,
             stream=True,
         )
-        return Stream(self._request("POST", "/answer", body, stream=True))
+        return Stream(self._request("POST", "/answer", body, stream=True, accept=SSE))
 
     def feedback(
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
@@ -230,6 +249,19 @@ class Client(_BaseClient):
         body = self._demonstration_body(question, commands, answer, quotes)
         return Feedback.model_validate(self._request("POST", "/feedback", body).json())
 
+    def health(self) -> Health:
+        """The liveness probe (GET /healthz, no key needed): `.ok` when the process answers."""
+        return Health.model_validate(self._request("GET", "/healthz").json())
+
+    def ready(self) -> Readiness:
+        """The readiness probe (GET /readyz, no key needed): each dependency's state from the
+        service's last check; "not ready" (a 503) is returned, not raised."""
+        return self._readiness(self._request("GET", "/readyz", answers=(503,)))
+
+    def _open_lines(self, path: str) -> httpx.Response:
+        """A GET of JSON lines, its body left to stream (JSONLines reads it)."""
+        return self._request("GET", path, stream=True, accept=NDJSON)
+
     def _request(
         self,
         method: str,
@@ -237,10 +269,14 @@ class Client(_BaseClient):
         body: dict[str, Any] | None = None,
         *,
         stream: bool = False,
+        accept: str | None = None,
         idempotency_key: str | None = None,
+        answers: tuple[int, ...] = (),
     ) -> httpx.Response:
         """The response to a request, sent again where _should_retry allows; a typed error
-        for an error status."""
+        for an error status, unless `answers` lists it (an answer of the route, as a probe's
+        503)."""
+        idempotent = method in SAFE_METHODS or idempotency_key is not None
         attempt = 0
         while True:
             try:
@@ -248,18 +284,18 @@ class Client(_BaseClient):
                     method,
                     f"{self.base_url}{path}",
                     json=body,
-                    headers=self._headers(stream, idempotency_key),
+                    headers=self._headers(accept, idempotency_key),
                 )
                 response = self._http.send(request, stream=stream)
             except httpx.HTTPError as error:
                 failure = self._connection_failure(error)
             else:
-                if response.status_code < 400:
+                if response.status_code < 400 or response.status_code in answers:
                     return response
                 response.read()
                 response.close()
                 failure = status_error(response)
-            if not self._should_retry(attempt, failure, idempotency_key is not None):
+            if not self._should_retry(attempt, failure, idempotent):
                 raise failure
             time.sleep(self._delay(attempt, failure))
             attempt += 1
@@ -277,7 +313,8 @@ class Client(_BaseClient):
 class AsyncClient(_BaseClient):
     """The webgpt service from asyncio code. `async with AsyncClient() as client: ...`
 
-    `client.sessions` records demonstrations (AsyncSessions)."""
+    `client.sessions` records demonstrations (AsyncSessions); `client.admin` exports what
+    people recorded (AsyncAdmin)."""
 
     def __init__(
         self,
@@ -290,6 +327,7 @@ class AsyncClient(_BaseClient):
         super().__init__(base_url, api_key, timeout, max_retries)
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
         self.sessions = AsyncSessions(self._request)
+        self.admin = AsyncAdmin(self._open_lines)
 
     async def answer(
         self,
@@ -330,7 +368,7 @@ class AsyncClient(_BaseClient):
             deadline_s=deadline_s,
             stream=True,
         )
-        return AsyncStream(await self._request("POST", "/answer", body, stream=True))
+        return AsyncStream(await self._request("POST", "/answer", body, stream=True, accept=SSE))
 
     async def feedback(
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
@@ -366,6 +404,15 @@ class AsyncClient(_BaseClient):
         response = await self._request("POST", "/feedback", body)
         return Feedback.model_validate(response.json())
 
+    async def health(self) -> Health:
+        return Health.model_validate((await self._request("GET", "/healthz")).json())
+
+    async def ready(self) -> Readiness:
+        return self._readiness(await self._request("GET", "/readyz", answers=(503,)))
+
+    async def _open_lines(self, path: str) -> httpx.Response:
+        return await self._request("GET", path, stream=True, accept=NDJSON)
+
     async def _request(
         self,
         method: str,
@@ -373,8 +420,11 @@ class AsyncClient(_BaseClient):
         body: dict[str, Any] | None = None,
         *,
         stream: bool = False,
+        accept: str | None = None,
         idempotency_key: str | None = None,
+        answers: tuple[int, ...] = (),
     ) -> httpx.Response:
+        idempotent = method in SAFE_METHODS or idempotency_key is not None
         attempt = 0
         while True:
             try:
@@ -382,18 +432,18 @@ class AsyncClient(_BaseClient):
                     method,
                     f"{self.base_url}{path}",
                     json=body,
-                    headers=self._headers(stream, idempotency_key),
+                    headers=self._headers(accept, idempotency_key),
                 )
                 response = await self._http.send(request, stream=stream)
             except httpx.HTTPError as error:
                 failure = self._connection_failure(error)
             else:
-                if response.status_code < 400:
+                if response.status_code < 400 or response.status_code in answers:
                     return response
                 await response.aread()
                 await response.aclose()
                 failure = status_error(response)
-            if not self._should_retry(attempt, failure, idempotency_key is not None):
+            if not self._should_retry(attempt, failure, idempotent):
                 raise failure
             await asyncio.sleep(self._delay(attempt, failure))
             attempt += 1

@@ -62,6 +62,38 @@ class Feedback(_Model):
     kind: str
 
 
+class Health(_Model):
+    """GET /healthz, the liveness probe: the service process answers."""
+
+    status: str  # "ok"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class ReadyCheck(_Model):
+    """One dependency's state (policy, reward, database), in words fit for an
+    unauthenticated probe: no addresses."""
+
+    ok: bool
+    detail: str | None = None
+    spooled: int | None = None  # the database: answer records waiting for it
+
+
+class Readiness(_Model):
+    """GET /readyz, the readiness probe, from the service's last background check: "ready"
+    when the policy (and the reward model, when configured) answer; the database is
+    reported but not needed (answers are spooled while it is down)."""
+
+    status: str  # "ready" or "not ready"; a str, so a newer service's word does not break
+    checks: dict[str, ReadyCheck]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ready"
+
+
 class CollectedQuote(_Model):
     """A quote collected while browsing: what an answer may cite as [n], n counting from 1."""
 

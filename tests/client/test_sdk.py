@@ -1,12 +1,11 @@
 """The SDK against the real app on loopback (and httpx.MockTransport for transport faults)."""
 
-import json
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from webgpt_client import (
     ServiceUnavailableError,
     UnprocessableEntityError,
 )
+from webgpt_client.types import Readiness
 
 from tests.agent.fake_policy import Script
 from tests.client.fake_reward import reward_checkpoint, shortest_wins_app
@@ -266,13 +266,24 @@ def test_unreachable_service() -> None:
         client.answer("q")
 
 
+def _a_graded_comparison(client: Client) -> None:
+    """Something for the export example to export: a best-of-2 answer's candidates, graded."""
+    result = client.answer(QUESTION, n=2)
+    client.compare(result.id, a=0, b=1, grade="b_better")
+
+
 @dataclass(frozen=True)
 class ExampleRun:
-    """How one example is run: its arguments, what it reads on stdin, what it must print."""
+    """How one example is run: its arguments, what it reads on stdin, what it must print
+    (stdout, and stderr where it reports there), the roles of its key, and what is recorded
+    on the service before it runs."""
 
     prints: tuple[str, ...]
     args: tuple[str, ...] = (QUESTION,)
     stdin: str = ""
+    reports: tuple[str, ...] = ()
+    roles: str = "answer+label"
+    before: Callable[[Client], None] | None = None
 
 
 EXAMPLE_RUNS = {
@@ -291,6 +302,21 @@ EXAMPLE_RUNS = {
             "cite at least one quote",
             "stored as demonstration 1",
         ),
+    ),
+    "mcp_tools.py": ExampleRun(
+        prints=(
+            "tools: answer, answer_from_quotes, back, find, open, quote, scroll, search",
+            ANSWER,
+            REFERENCE,
+        )
+    ),
+    "export.py": ExampleRun(
+        args=("comparisons",),
+        roles="admin",
+        before=_a_graded_comparison,
+        # stdout: the rows as `webgpt train rm` reads them; the count goes to stderr.
+        prints=(f'"question": "{QUESTION}"', '"label": 0.25', '"answer": "Crows are corvids [1]."'),
+        reports=("1 comparison exported to stdout",),
     ),
 }
 
@@ -313,8 +339,11 @@ def test_examples_run(
     """Every example runs against the real service with a label key and a reward model."""
     run = EXAMPLE_RUNS.get(example.name)
     assert run is not None, f"say in EXAMPLE_RUNS how to run {example.name} and what it prints"
-    settings = {"api_keys": "example-key:answer+label", "feedback_db": str(tmp_path / "fb.db")}
+    settings = {"api_keys": f"example-key:{run.roles}", "feedback_db": str(tmp_path / "fb.db")}
     with service_url(**settings, **reward_model) as base:
+        if run.before is not None:
+            with Client(base, api_key="example-key") as client:
+                run.before(client)
         env = {**os.environ, "WEBGPT_BASE_URL": base, "WEBGPT_API_KEY": "example-key"}
         done = subprocess.run(
             [sys.executable, str(example), *run.args],
@@ -328,6 +357,8 @@ def test_examples_run(
     assert done.returncode == 0, done.stderr
     for expected in run.prints:
         assert expected in done.stdout, f"{expected!r} not in:\n{done.stdout}"
+    for expected in run.reports:
+        assert expected in done.stderr, f"{expected!r} not in:\n{done.stderr}"
 
 
 def test_a_whole_demonstration_session(service_url, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -362,10 +393,11 @@ def test_a_whole_demonstration_session(service_url, tmp_path: Path) -> None:  # 
         ):
             client.sessions.create(QUESTION)
         assert denied.value.status_code == 403 and denied.value.type == "forbidden"
-        export = httpx.get(
-            f"{base}/admin/export/demonstrations", headers={"authorization": "Bearer admin"}
-        )
-    rows = [json.loads(line) for line in export.text.splitlines()]
+        with (
+            Client(base, api_key="admin") as client,
+            client.admin.export_demonstrations() as export,
+        ):
+            rows = list(export)
     assert [(row["id"], row["format"]) for row in rows] == [(1, "demonstration"), (2, "commands")]
     recorded = rows[0]["record"]
     assert [step["command"] for step in recorded["steps"]] == [*BROWSING, "End: Answer"]
@@ -508,3 +540,195 @@ def test_a_key_at_its_session_limit_gets_a_conflict_at_once(service_url) -> None
         assert caught.value.status_code == 409 and caught.value.retry_after_s is None
         client.sessions.abandon(first.id)
         client.sessions.abandon(client.sessions.create("ravens").id)  # the slot is free again
+
+
+async def test_the_probes_sync_and_async(service_url) -> None:  # type: ignore[no-untyped-def]
+    """/healthz and /readyz need no key, even where the service requires one."""
+    with service_url(api_keys="some-key") as base:
+        with Client(base) as client:
+            health = client.health()
+            ready = client.ready()
+        async with AsyncClient(base) as async_client:
+            assert (await async_client.health()).ok
+            assert await async_client.ready() == ready
+    assert health.ok and health.status == "ok"
+    assert ready.ok and ready.status == "ready"
+    assert set(ready.checks) == {"policy", "database"}
+    assert ready.checks["policy"].ok and ready.checks["policy"].detail is None
+    assert ready.checks["database"].ok and ready.checks["database"].spooled == 0
+
+
+async def test_not_ready_is_the_probes_answer_not_an_error(
+    service_url,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """A reward model nobody serves: /readyz answers 503 "not ready", which ready() returns
+    (a probe is asked exactly that) and does not send again as a refused request."""
+    checkpoint = reward_checkpoint(tmp_path / "rm", "rm-gone")
+    down = {"reward_model": str(checkpoint), "reward_url": f"http://127.0.0.1:{free_port()}/v1"}
+    sent: list[str] = []
+    with service_url(**down) as base:
+        http = httpx.Client(event_hooks={"request": [lambda r: sent.append(r.url.path)]})
+        with Client(base, max_retries=2, http_client=http) as client:
+            ready = client.ready()
+            assert client.health().ok  # alive, though not ready
+        async with AsyncClient(base) as async_client:
+            assert await async_client.ready() == ready
+    assert sent == ["/readyz", "/healthz"]
+    assert not ready.ok and ready.status == "not ready"
+    assert not ready.checks["reward"].ok and ready.checks["reward"].detail
+    assert ready.checks["policy"].ok
+
+
+def test_a_503_that_is_no_readiness_is_the_typed_error() -> None:
+    """A proxy's own page in front of a service it cannot reach is no "not ready"."""
+    page = httpx.MockTransport(
+        lambda request: httpx.Response(503, text="<html>Service Unavailable</html>")
+    )
+    with (
+        Client(
+            "http://service.test", max_retries=0, http_client=httpx.Client(transport=page)
+        ) as client,
+        pytest.raises(ServiceUnavailableError) as caught,
+    ):
+        client.ready()
+    assert caught.value.status_code == 503
+    not_ready = {"status": "not ready", "checks": {"policy": {"ok": False, "detail": "down"}}}
+    probe = httpx.MockTransport(lambda request: httpx.Response(503, json=not_ready))
+    with Client("http://service.test", http_client=httpx.Client(transport=probe)) as client:
+        assert client.ready() == Readiness.model_validate(not_ready)
+
+
+async def test_admin_exports_sync_and_async_need_the_admin_role(
+    service_url,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "fb.sqlite"
+    _two_candidate_answer(db, service_url)
+    with service_url(api_keys="labeler:label,admin:admin", feedback_db=str(db)) as base:
+        with Client(base, api_key="admin") as client, client.admin.export_comparisons() as rows:
+            assert list(rows) == []  # nothing recorded yet: no rows, no error
+        with Client(base, api_key="labeler") as client:
+            client.compare("ans_two", a=0, b=1, grade="b_better")
+            client.feedback("ans_two", better=1, worse=0)
+            client.demonstrate(QUESTION, commands=[*BROWSING, "End: Answer"], answer=ANSWER)
+            with pytest.raises(PermissionDeniedError) as denied:  # raised at the call
+                client.admin.export_comparisons()
+            assert denied.value.status_code == 403 and denied.value.type == "forbidden"
+        with Client(base, api_key="admin") as client:
+            with client.admin.export_comparisons() as export:
+                comparisons = list(export)
+            demonstrations = list(client.admin.export_demonstrations())
+        async with AsyncClient(base, api_key="admin") as async_client:
+            async with await async_client.admin.export_comparisons() as rows:
+                assert [row async for row in rows] == comparisons
+            rows = await async_client.admin.export_demonstrations()
+            assert [row async for row in rows] == demonstrations
+        async with AsyncClient(base, api_key="labeler") as async_client:
+            with pytest.raises(PermissionDeniedError):
+                await async_client.admin.export_demonstrations()
+    assert [row["label"] for row in comparisons] == [0.25, 1.0]
+    first = comparisons[0]
+    assert first["question"] == QUESTION and first["answer_id"] == "ans_two"
+    assert first["a"]["answer"] == ANSWER and first["b"]["answer"] == "Crows [1]."
+    assert first["a"]["quotes"][0]["extract"] == CROW_QUOTE
+    assert [(row["id"], row["format"]) for row in demonstrations] == [(1, "commands")]
+    assert demonstrations[0]["record"]["answer"] == ANSWER
+
+
+class _Chunks(httpx.SyncByteStream):
+    """A response body sent a chunk at a time, counting the chunks the client has taken;
+    `fault` is raised after the last one (a connection that broke)."""
+
+    def __init__(self, chunks: list[bytes], fault: Exception | None = None) -> None:
+        self.chunks, self.fault, self.sent = chunks, fault, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.chunks:
+            self.sent += 1
+            yield chunk
+        if self.fault is not None:
+            raise self.fault
+
+
+class _AsyncChunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes], fault: Exception | None = None) -> None:
+        self.chunks, self.fault, self.sent = chunks, fault, 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            self.sent += 1
+            yield chunk
+        if self.fault is not None:
+            raise self.fault
+
+
+# Rows split across chunks as the network may split them: the second row arrives in two.
+ROW_CHUNKS = [b'{"n": 1}\n{"n"', b": 2}\n", b'{"n": 3}\n\n']
+
+
+async def test_an_export_hands_on_each_row_as_it_arrives() -> None:
+    """Each row is yielded once its line is in, before the next chunk is read: the client
+    holds a row at a time, never the whole export."""
+    accepts: list[str | None] = []
+    body = _Chunks(ROW_CHUNKS)
+
+    def export(request: httpx.Request) -> httpx.Response:
+        accepts.append(request.headers.get("accept"))
+        return httpx.Response(200, stream=body, headers={"content-type": "application/x-ndjson"})
+
+    http = httpx.Client(transport=httpx.MockTransport(export))
+    with (
+        Client("http://service.test", http_client=http) as client,
+        client.admin.export_comparisons() as rows,
+    ):
+        seen = [(row["n"], body.sent) for row in rows]
+    assert seen == [(1, 1), (2, 2), (3, 3)]
+    assert accepts == ["application/x-ndjson"]
+
+    async_body = _AsyncChunks(ROW_CHUNKS)
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, stream=async_body))
+    async with (
+        AsyncClient(
+            "http://service.test", http_client=httpx.AsyncClient(transport=transport)
+        ) as async_client,
+        await async_client.admin.export_demonstrations() as async_rows,
+    ):
+        async_seen = [(row["n"], async_body.sent) async for row in async_rows]
+    assert async_seen == [(1, 1), (2, 2), (3, 3)]
+
+
+@pytest.mark.parametrize(
+    ("chunks", "fault", "message"),
+    [
+        ([b'{"n": 1}\n{"n": '], None, "line 2 of the export is not a JSON object"),
+        ([b'{"n": 1}\n'], httpx.RemoteProtocolError("peer closed connection"), "broke off"),
+    ],
+    ids=["a cut row", "a broken connection"],
+)
+async def test_an_export_cut_off_is_an_error_not_a_short_export(
+    chunks: list[bytes], fault: Exception | None, message: str
+) -> None:
+    """JSON lines have no end marker: a last line that is no whole row, or a connection
+    that broke, raises after the rows that did arrive."""
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, stream=_Chunks(chunks, fault))
+    )
+    rows: list[dict[str, object]] = []
+    with (
+        Client("http://service.test", http_client=httpx.Client(transport=transport)) as client,
+        pytest.raises(APIConnectionError, match=message),
+    ):
+        rows.extend(client.admin.export_comparisons())
+    assert rows == [{"n": 1}]
+    async_rows: list[dict[str, object]] = []
+    async_transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, stream=_AsyncChunks(chunks, fault))
+    )
+    async with AsyncClient(
+        "http://service.test", http_client=httpx.AsyncClient(transport=async_transport)
+    ) as async_client:
+        with pytest.raises(APIConnectionError, match=message):
+            async for row in await async_client.admin.export_comparisons():
+                async_rows.append(row)
+    assert async_rows == [{"n": 1}]
