@@ -57,6 +57,7 @@ SSE_PING_S = 15  # under the 30-60 s idle timeouts common in proxies and load ba
 def error_response(error: Exception, retry_after_s: int, path: str = "") -> JSONResponse:
     """Our error body, or OpenAI's shape on its routes (/v1/...)."""
     status, kind, retry = status_of(error)
+    status = openai_status(status, path)
     body = error_body(status, kind, public_message(error), path)
     # x-should-retry is what the official openai client obeys before its own rule (which
     # retries every 5xx, a 504 deadline included: one slow question would cost three).
@@ -64,6 +65,12 @@ def error_response(error: Exception, retry_after_s: int, path: str = "") -> JSON
     if retry:
         headers["Retry-After"] = str(retry_after(error, retry_after_s))
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def openai_status(status: int, path: str) -> int:
+    """OpenAI answers a request it will not run with 400 `invalid_request_error` (its
+    clients raise BadRequestError), where our own routes say 422."""
+    return 400 if status == 422 and path.startswith(OPENAI_ROUTES) else status
 
 
 def error_body(status: int, kind: str, message: str, path: str) -> dict[str, Any]:
@@ -221,8 +228,9 @@ def create_app(service: AnswerService) -> FastAPI:
         message = (
             f"{where}: {first.get('msg', 'invalid request')}" if where else str(first.get("msg"))
         )
-        body = error_body(422, "invalid_request", message, request.url.path)
-        return JSONResponse(body, status_code=422)
+        status = openai_status(422, request.url.path)
+        body = error_body(status, "invalid_request", message, request.url.path)
+        return JSONResponse(body, status_code=status)
 
     def once(
         request: Request, caller: str, body: BaseModel, work: Callable[[], Awaitable[Any]]

@@ -149,19 +149,20 @@ def test_errors_come_in_openai_shape(service_url) -> None:  # type: ignore[no-un
             stranger.chat.completions.create(model="webgpt", messages=ask("q"))
         assert caught.value.type == "authentication_error"
         assert caught.value.code == "unauthorized"
-        with pytest.raises(openai.UnprocessableEntityError, match="no user message") as invalid:
+        with pytest.raises(openai.BadRequestError, match="no user message") as invalid:
             client.chat.completions.create(
                 model="webgpt", messages=[{"role": "system", "content": "x"}]
             )
+        assert invalid.value.status_code == 400  # OpenAI's status; our own routes say 422
         assert invalid.value.type == "invalid_request_error"
         assert invalid.value.code == "invalid_request"
-        with pytest.raises(openai.UnprocessableEntityError, match="greater than or equal to n"):
+        with pytest.raises(openai.BadRequestError, match="greater than or equal to n"):
             client.chat.completions.create(
                 model="webgpt", messages=ask(), n=3, extra_body={"best_of": 2}
             )
-        with pytest.raises(openai.UnprocessableEntityError, match="needs a reward model"):
+        with pytest.raises(openai.BadRequestError, match="needs a reward model"):
             client.chat.completions.create(
                 model="webgpt", messages=ask(), extra_body={"best_of": 2}
             )
-        with pytest.raises(openai.UnprocessableEntityError, match="messages"):
+        with pytest.raises(openai.BadRequestError, match="messages"):
             client.chat.completions.create(model="webgpt", messages=[])
