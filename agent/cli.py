@@ -28,8 +28,14 @@ from webgpt.infra.vllm_server import (
     stop,
 )
 
+REGISTRY_HELP = "policy registry folder (default: $WEBGPT_HOME/registry/policy)"
 
-def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+
+def register(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> "argparse._SubParsersAction[argparse.ArgumentParser]":
+    """The `model` and `answer` commands; returns the `model` group, which `webgpt model
+    promote` joins from evals (its quality gate evaluates, and evals builds on agent)."""
     model = commands.add_parser("model", help="prepare, serve or stop the local policy model")
     model_commands = model.add_subparsers(dest="model_command", required=True)
     prepare = model_commands.add_parser("prepare", help="download and convert the default model")
@@ -40,26 +46,19 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     serve.set_defaults(run=_serve)
     stopper = model_commands.add_parser("stop", help="stop the server `webgpt answer` started")
     stopper.set_defaults(run=_stop)
-    registry_help = "policy registry folder (default: $WEBGPT_HOME/registry/policy)"
     publish = model_commands.add_parser(
         "publish", help="copy a policy checkpoint (LoRA adapter or full weights) into the registry"
     )
     publish.add_argument("folder", type=Path)
     publish.add_argument("--version", required=True)
     publish.add_argument("--base-model", default=None, help="needed when folder has no manifest")
-    publish.add_argument("--registry", type=Path, default=None, help=registry_help)
+    publish.add_argument("--registry", type=Path, default=None, help=REGISTRY_HELP)
     publish.set_defaults(run=_publish)
-    promote = model_commands.add_parser(
-        "promote", help="point `current` at a version; a service following it swaps it in"
-    )
-    promote.add_argument("version")
-    promote.add_argument("--registry", type=Path, default=None, help=registry_help)
-    promote.set_defaults(run=_promote)
     rollback = model_commands.add_parser("rollback", help="point `current` back at `previous`")
-    rollback.add_argument("--registry", type=Path, default=None, help=registry_help)
+    rollback.add_argument("--registry", type=Path, default=None, help=REGISTRY_HELP)
     rollback.set_defaults(run=_rollback)
     versions = model_commands.add_parser("list", help="the registry's policy versions")
-    versions.add_argument("--registry", type=Path, default=None, help=registry_help)
+    versions.add_argument("--registry", type=Path, default=None, help=REGISTRY_HELP)
     versions.set_defaults(run=_list)
 
     answer = commands.add_parser("answer", help="answer a question by browsing")
@@ -82,6 +81,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     answer.add_argument("--js", choices=["auto", "never", "always"], default="auto")
     answer.add_argument("--json", action="store_true", help="print the full result as JSON")
     answer.set_defaults(run=_answer)
+    return model_commands
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -91,30 +91,25 @@ def _prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _registry(args: argparse.Namespace) -> PolicyRegistry:
+def registry_of(args: argparse.Namespace) -> PolicyRegistry:
+    """The registry a `webgpt model ...` command names (--registry), else the default."""
     return PolicyRegistry(args.registry or policy_registry_dir())
 
 
 def _publish(args: argparse.Namespace) -> int:
-    manifest = _registry(args).publish(args.folder, args.version, args.base_model)
+    manifest = registry_of(args).publish(args.folder, args.version, args.base_model)
     print(f"published {manifest.version} ({len(manifest.files)} files, base {manifest.base_model})")
     return 0
 
 
-def _promote(args: argparse.Namespace) -> int:
-    aliases = _registry(args).promote(args.version)
-    print(f"current -> {aliases.current} (previous -> {aliases.previous})")
-    return 0
-
-
 def _rollback(args: argparse.Namespace) -> int:
-    aliases = _registry(args).rollback()
+    aliases = registry_of(args).rollback()
     print(f"current -> {aliases.current} (previous -> {aliases.previous})")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    print(describe(_registry(args)))
+    print(describe(registry_of(args)))
     return 0
 
 

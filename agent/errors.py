@@ -9,7 +9,8 @@ Hierarchy::
     │   └── PolicyResponseError  an error status or a malformed / truncated answer
     ├── ConfigurationError       an impossible request (e.g. n > 1 with no scorer)
     ├── ModelError               preparing or serving the local model failed
-    └── DataError                demonstrations or questions that cannot be used
+    ├── DataError                demonstrations or questions that cannot be used
+    └── PromotionRefused         the promotion gate found a version worse than the serving one
 
 Browser errors never reach here: the browser turns them into observations.
 """
@@ -52,3 +53,8 @@ class ModelError(AgentError):
 
 class DataError(AgentError):
     """Demonstration or question files that cannot be read or used."""
+
+
+class PromotionRefused(AgentError):
+    """The promotion gate (agent.promotion) found the candidate worse than the serving
+    version by more than the margin; `current` was not moved."""

@@ -4,19 +4,26 @@
                                  adapter on a base (adapter_config.json), with manifest.json
     registry/policy/current      symlink to the version the service serves
     registry/policy/previous     symlink to the version `rollback` returns to
+    registry/policy/promotions.jsonl   what the promotion gate decided, one line each
 
 Versions are immutable once published (atomic rename, infra.checkpoints.publish). Moving
 an alias is one atomic rename of a symlink, so a service polling `current` sees the old
 version or the new, never a missing one. `promote` verifies the version's files before
 moving the alias; the service checks them again, and runs canaries, before it serves it.
+`webgpt model promote` first runs the quality gate (agent.promotion), which records its
+figures and outcome, a forced promotion included, in promotions.jsonl.
 """
 
 import json
+import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from webgpt.agent.errors import ConfigurationError
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
@@ -35,6 +42,7 @@ from webgpt.infra.errors import IncompatibleCheckpoint
 CURRENT = "current"
 PREVIOUS = "previous"
 ADAPTER_CONFIG = "adapter_config.json"
+PROMOTIONS = "promotions.jsonl"
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -72,6 +80,49 @@ def check_version_name(version: str) -> None:
 class Aliases:
     current: str | None
     previous: str | None
+
+
+Figures = dict[str, float | int | str | None]  # evals.evaluate.PolicyReport.figures()
+GateOutcome = Literal["promoted", "refused", "forced", "ungated"]
+
+
+class PromotionRecord(BaseModel):
+    """One decision of the promotion gate (agent.promotion): a line of promotions.jsonl.
+
+    Who promoted is not knowable here; what, when, against which version and on which
+    figures is. `forced`: promoted with --force, over the refusal at `forced_over` when
+    there was one (its figures and reasons are kept), else not evaluated at all.
+    `ungated`: there was no serving version to compare with.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    at: str  # ISO 8601, UTC
+    version: str
+    serving: str | None  # the version it was compared with
+    outcome: GateOutcome
+    margin: float  # points of a rate (5.0: 5 percentage points)
+    figures: dict[str, Figures] = {}  # version -> its figures on the pinned questions
+    reasons: list[str] = []  # how the candidate was worse ([] when it was not)
+    setup: dict[str, Any] = {}  # the pinned questions (file, split, sha256, ...) and settings
+    forced_over: str | None = None
+
+    def note(self) -> str:
+        """The record in a few words, for `webgpt model list`."""
+        words = [f"gate: {self.outcome} {self.at}"]
+        mine, theirs = self.figures.get(self.version), self.figures.get(self.serving or "")
+        if mine is not None and theirs is not None:
+            words.append(
+                f"correct {_percent(mine.get('correct'))} vs {self.serving} "
+                f"{_percent(theirs.get('correct'))}, margin {self.margin:g}"
+            )
+        elif self.outcome == "forced":
+            words.append("not evaluated")
+        return ", ".join(words)
+
+
+def _percent(rate: object) -> str:
+    return f"{rate:.1%}" if isinstance(rate, float | int) else "-"
 
 
 class PolicyRegistry:
@@ -143,10 +194,14 @@ class PolicyRegistry:
             discard(staging)
             raise
 
+    def verify(self, version: str) -> Manifest:
+        """The manifest of a version this build can serve, every file checked against it."""
+        check_version_name(version)
+        return load_policy_manifest(self.root / version, verify=True)
+
     def promote(self, version: str) -> Aliases:
         """Point `current` at version (checked first) and `previous` at what it named."""
-        check_version_name(version)
-        load_policy_manifest(self.root / version, verify=True)
+        self.verify(version)
         before = self.aliases()
         if before.current == version:
             return before
@@ -162,17 +217,46 @@ class PolicyRegistry:
             raise ConfigurationError(f"{self.root} has no previous version to roll back to")
         return self.promote(before.previous)
 
+    def record(self, record: PromotionRecord) -> None:
+        """Append a gate decision to promotions.jsonl (one line, on disk before returning)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        line = record.model_dump_json().encode() + b"\n"
+        with (self.root / PROMOTIONS).open("a+b") as file:
+            if file.seek(0, os.SEEK_END) > 0:
+                file.seek(-1, os.SEEK_END)
+                if file.read(1) != b"\n":  # a line cut short by a crash: leave it alone
+                    line = b"\n" + line
+            file.write(line)  # appended: "a" writes at the end, wherever it read
+            file.flush()
+            os.fsync(file.fileno())
+
+    def promotions(self) -> list[PromotionRecord]:
+        """The gate's decisions, oldest first. A line that does not parse (one cut short by
+        a crash while it was written) is skipped: history must not block a promotion."""
+        try:
+            lines = (self.root / PROMOTIONS).read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        records = []
+        for line in lines:
+            try:
+                records.append(PromotionRecord.model_validate_json(line))
+            except ValidationError:
+                continue
+        return records
+
 
 def describe(registry: PolicyRegistry) -> str:
-    """The versions as lines of text, the current one marked."""
+    """The versions as lines of text, the current one marked, with the gate's last word."""
     aliases = registry.aliases()
+    gate = {record.version: record for record in registry.promotions()}  # the latest each
     lines = []
     for manifest in registry.versions():
         mark = {aliases.current: "current", aliases.previous: "previous"}.get(manifest.version, "")
         kind = "adapter" if is_adapter(registry.root / manifest.version) else "full"
         figures = {k: manifest.metrics[k] for k in ("train_examples",) if k in manifest.metrics}
-        lines.append(
-            f"{manifest.version:<28} {kind:<8} base={manifest.base_model} {mark} "
-            f"{json.dumps(figures) if figures else ''}".rstrip()
-        )
+        record = gate.get(manifest.version)
+        words = [f"{manifest.version:<28} {kind:<8} base={manifest.base_model}", mark]
+        words += [json.dumps(figures) if figures else "", record.note() if record else ""]
+        lines.append(" ".join(word for word in words if word))
     return "\n".join(lines) if lines else f"no versions in {registry.root}"

@@ -3,20 +3,24 @@
 import argparse
 import asyncio
 import dataclasses
+import functools
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from webgpt.agent.errors import ConfigurationError, DataError
+from webgpt.agent.cli import REGISTRY_HELP, registry_of
+from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
+from webgpt.agent.promotion import DEFAULT_MARGIN, Evaluate, format_comparison, promote_gated
+from webgpt.agent.registry import PROMOTIONS, Figures, PolicyRegistry
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import offline_web
-from webgpt.evals.questions import Question, load_questions
+from webgpt.evals.questions import PEOPLE_QUESTIONS, Question, load_questions, questions_digest
 from webgpt.infra.vllm_server import print_progress
 
 if TYPE_CHECKING:
-    from webgpt.agent.episode import EpisodeConfig
     from webgpt.evals.best_of_n import BestOfSamples
     from webgpt.evals.evaluate import PolicyReport
 
@@ -69,6 +73,142 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     evaluate.set_defaults(run=_eval)
 
 
+def register_promote(model_commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`webgpt model promote`, in the `model` group agent.cli makes: its quality gate
+    evaluates the version (agent.promotion), and evaluation builds on agent."""
+    promote = model_commands.add_parser(
+        "promote",
+        help="point `current` at a version if it answers about as well as the serving one "
+        "(evaluated on pinned questions); a service following `current` swaps it in",
+    )
+    promote.add_argument("version")
+    promote.add_argument("--registry", type=Path, default=None, help=REGISTRY_HELP)
+    promote.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        help="JSONL with question + gold_answers (default: data/questions/people.jsonl, split dev)",
+    )
+    promote.add_argument("--split", default=None, help="only rows of this split")
+    promote.add_argument(
+        "--limit", type=int, default=0, help="only the first N questions (0: all), for cost"
+    )
+    promote.add_argument(
+        "--margin",
+        type=float,
+        default=DEFAULT_MARGIN,
+        help="refuse a version worse than the serving one by more than this many points "
+        "of correct, or of declines (default: %(default)g)",
+    )
+    promote.add_argument(
+        "--force",
+        action="store_true",
+        help="promote without the gate; recorded as forced, with the figures of the refusal "
+        "it overrides",
+    )
+    promote.add_argument(
+        "--policy-url",
+        default=None,
+        help="evaluate on this OpenAI-compatible server (…/v1), which serves each version "
+        "under its version name (default: a local vLLM per version, for the run)",
+    )
+    promote.add_argument("--policy-key", default=None, help="bearer key for --policy-url")
+    promote.add_argument("--max-actions", type=int, default=20)
+    promote.add_argument("--store", type=Path, default=None, help="offline web file")
+    promote.set_defaults(run=_promote)
+
+
+def _promote(args: argparse.Namespace) -> int:
+    registry = registry_of(args)
+    evaluate, setup = _gate_evaluation(args, registry)
+    try:
+        record = promote_gated(
+            registry,
+            args.version,
+            evaluate,
+            margin=args.margin,
+            force=args.force,
+            setup=setup,
+            progress=print_progress,
+        )
+    except PromotionRefused:
+        print(format_comparison(registry.promotions()[-1]))  # the refusal just recorded
+        raise
+    if record is None:
+        print(f"{args.version} is current already")
+        return 0
+    if record.outcome == "ungated":
+        print(f"no serving version to compare {args.version} with: promoted without the gate")
+    elif record.outcome == "forced":
+        over = f"over the gate's refusal of {record.forced_over}" if record.forced_over else ""
+        print(
+            f"forced {over or 'without evaluating it'} (recorded in {registry.root / PROMOTIONS})"
+        )
+    else:
+        count = record.figures[args.version].get("questions")
+        print(f"the gate passed on {count} questions, margin {args.margin:g}")
+    if record.figures:
+        print(format_comparison(record))
+    aliases = registry.aliases()
+    print(f"current -> {aliases.current} (previous -> {aliases.previous})")
+    return 0
+
+
+def _gate_evaluation(
+    args: argparse.Namespace, registry: PolicyRegistry
+) -> tuple[Evaluate, dict[str, Any]]:
+    """The gate's evaluation (`webgpt eval`'s, greedy, of one version on the pinned
+    questions), and the setup it records. The questions are read on the first evaluation:
+    a forced or first promotion needs none."""
+    from webgpt.evals.evaluate import evaluate_target, progress_bar
+
+    if args.limit < 0:
+        raise ConfigurationError(f"--limit {args.limit}: give 0 (all) or more")
+    path, split = args.questions, args.split
+    if path is None:
+        path, split = PEOPLE_QUESTIONS, split or "dev"
+    episode = EpisodeConfig(temperature=0.0, guided=True)  # greedy: figures that reproduce
+    session = SessionConfig(max_actions=args.max_actions)
+    setup = {
+        "questions": str(path.resolve()),
+        "split": split,
+        "limit": args.limit,
+        "temperature": episode.temperature,
+        "guided": episode.guided,
+        "max_actions": session.max_actions,
+        "policy_url": args.policy_url,
+        "store": str(args.store) if args.store else None,
+    }
+
+    @functools.cache
+    def pinned() -> "tuple[list[Question], str]":
+        if not path.is_file():
+            raise ConfigurationError(f"no question set at {path}: give --questions FILE")
+        questions = load_questions(path, split)[: args.limit or None]
+        return questions, questions_digest(questions)
+
+    def evaluate(version: str) -> Figures:
+        questions, digest = pinned()
+        if args.policy_url:
+            target = PolicyTarget(version, url=args.policy_url, model=version)
+        else:
+            target = PolicyTarget(version, folder=registry.root / version)
+        report = asyncio.run(
+            evaluate_target(
+                target,
+                questions,
+                store=args.store,
+                policy_key=args.policy_key,
+                episode=episode,
+                session=session,
+                progress=progress_bar(sys.stderr),
+            )
+        )
+        return {**report.figures(), "questions_sha256": digest}
+
+    return evaluate, setup
+
+
 def _eval(args: argparse.Namespace) -> int:
     import json
 
@@ -106,9 +246,8 @@ def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, Session
 async def _eval_one(
     args: argparse.Namespace, target: PolicyTarget, questions: list[Question]
 ) -> "PolicyReport":
-    from webgpt.evals.evaluate import evaluate_policy, progress_bar
+    from webgpt.evals.evaluate import evaluate_target, progress_bar
 
-    web = offline_web(args.store)
     scorer = None
     if args.reward_model is not None:
         from webgpt.reward.factory import open_scorer
@@ -116,19 +255,17 @@ async def _eval_one(
         scorer = open_scorer(args.reward_model, None)
     try:
         episode, session = _episode_settings(args)
-        async with serving(target, args.policy_key, not args.no_guided) as policy:
-            return await evaluate_policy(
-                target.label,
-                policy,
-                web,
-                questions,
-                episode=episode,
-                session=session,
-                scorer=scorer,
-                progress=progress_bar(sys.stderr),
-            )
+        return await evaluate_target(
+            target,
+            questions,
+            store=args.store,
+            policy_key=args.policy_key,
+            episode=episode,
+            session=session,
+            scorer=scorer,
+            progress=progress_bar(sys.stderr),
+        )
     finally:
-        await web.aclose()
         if scorer is not None:
             await scorer.aclose()
 

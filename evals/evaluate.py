@@ -22,6 +22,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import ScoredAnswer, Scorer
@@ -29,9 +30,10 @@ from webgpt.agent.declines import is_declined
 from webgpt.agent.episode import CITATION, EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import PolicyError
 from webgpt.agent.policy import Policy
+from webgpt.agent.targets import PolicyTarget, serving
 from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
-from webgpt.browser.web import Web
+from webgpt.browser.web import Web, offline_web
 from webgpt.evals.questions import Kind, Question, contains_gold, normalize
 
 Progress = Callable[[int, int, "PolicyReport"], None]
@@ -240,6 +242,37 @@ async def evaluate_policy(
         if progress is not None:
             progress(number, len(questions), report)
     return report
+
+
+async def evaluate_target(
+    target: PolicyTarget,
+    questions: Sequence[Question],
+    *,
+    store: Path | None,
+    policy_key: str | None,
+    episode: EpisodeConfig,
+    session: SessionConfig,
+    scorer: Scorer | None = None,
+    progress: Progress | None = None,
+) -> PolicyReport:
+    """evaluate_policy for a policy named as `webgpt eval --policy` names it (a checkpoint is
+    served by a local vLLM while it runs), on the offline web: `webgpt eval` and the
+    promotion gate (agent.promotion) measure the same way."""
+    web = offline_web(store)
+    try:
+        async with serving(target, policy_key, episode.guided) as policy:
+            return await evaluate_policy(
+                target.label,
+                policy,
+                web,
+                questions,
+                episode=episode,
+                session=session,
+                scorer=scorer,
+                progress=progress,
+            )
+    finally:
+        await web.aclose()
 
 
 def format_table(reports: Sequence[PolicyReport]) -> str:

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from webgpt.agent.errors import DataError
 
 Split = Literal["train", "dev", "test"]
+# The people-written set, in a source checkout (an installed wheel does not carry data/).
+PEOPLE_QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "questions" / "people.jsonl"
 SPLIT_PERCENT = {"train": 80, "dev": 10, "test": 10}
 Kind = Literal["factoid", "longform", "unanswerable"]
 
@@ -100,3 +102,11 @@ def load_questions(path: Path, split: str | None = None) -> list[Question]:
     if not questions:
         raise DataError(f"{path} has no questions" + (f" in split {split!r}" if split else ""))
     return questions
+
+
+def questions_digest(questions: Iterable[Question]) -> str:
+    """sha256 of the questions as evaluated, in order: which set a figure was measured on."""
+    digest = hashlib.sha256()
+    for question in questions:
+        digest.update(question.model_dump_json().encode() + b"\n")
+    return digest.hexdigest()

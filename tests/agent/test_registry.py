@@ -94,17 +94,27 @@ def test_the_model_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     for version in ("a", "c"):
         publish = ["model", "publish", str(source), "--version", version, "--base-model", "b"]
         assert main([*publish, "--registry", root]) == 0
-    assert main(["model", "promote", "a", "--registry", root]) == 0
-    assert main(["model", "promote", "c", "--registry", root]) == 0
+    assert main(["model", "promote", "a", "--registry", root]) == 0  # nothing to compare with
+    # (The quality gate that a promotion over a serving version runs: test_promotion_gate.py.)
+    assert main(["model", "promote", "c", "--registry", root, "--force"]) == 0
     assert "current -> c (previous -> a)" in capsys.readouterr().out
     assert main(["model", "rollback", "--registry", root]) == 0
     assert "current -> a (previous -> c)" in capsys.readouterr().out
     assert main(["model", "list", "--registry", root]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert [line.split()[:2] for line in listed] == [["a", "adapter"], ["c", "adapter"]]
-    assert listed[0].endswith("current") and listed[1].endswith("previous")
+    assert [line.split()[:4] for line in listed] == [
+        ["a", "adapter", "base=b", "current"],
+        ["c", "adapter", "base=b", "previous"],
+    ]
+    assert listed[0].endswith("gate: ungated " + registry_records(root)[0]["at"])
+    assert "gate: forced" in listed[1] and listed[1].endswith("not evaluated")
     assert main(["model", "promote", "missing", "--registry", root]) == 1
     assert "missing" in capsys.readouterr().err
+
+
+def registry_records(root: str) -> list[dict[str, object]]:
+    lines = (Path(root) / "promotions.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
 
 
 @pytest.mark.parametrize(
