@@ -60,6 +60,9 @@ class EpisodeResult:
     usage: Usage = field(default_factory=Usage)
     timings: Timings = field(default_factory=Timings)
     steps: list[EpisodeStep] = field(default_factory=list)
+    # every quote collected, numbered from 1: what an answer written from answer_prompt
+    # may cite (references, but kept for a decline too: RL writes other answers from it)
+    quotes: list[Reference] = field(default_factory=list)
 
     @property
     def declined(self) -> bool:
@@ -74,6 +77,13 @@ def check_citations(answer: str, quote_count: int) -> tuple[str, list[int]]:
         return answer, []
     cleaned = CITATION.sub(lambda m: m[0] if 1 <= int(m[1]) <= quote_count else "", answer)
     return re.sub(r"[ \t]{2,}", " ", cleaned).replace(" .", ".").strip(), dangling
+
+
+def served_answer(text: str, quote_count: int) -> tuple[str, list[int]]:
+    """The answer as it is served, from the text the policy wrote: stripped, a decline
+    uncited, citations of no quote removed; returns (answer, removed citations). RL
+    rewards this text (learning.rl.reward), what a user would have been shown."""
+    return check_citations(uncited_decline(text.strip()), quote_count)
 
 
 def answer_sampling(config: EpisodeConfig, quote_count: int) -> Sampling:
@@ -163,7 +173,7 @@ async def write_answer(
 ) -> None:
     """The answer phase, into result: the policy writes an answer citing the session's
     quotes (none without quotes); citations of no quote are removed, a decline cites none."""
-    result.references = references(session)
+    result.references = result.quotes = references(session)
     if not session.quotes:
         return
     prompt = session.answer_prompt()
@@ -180,9 +190,7 @@ async def write_answer(
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text=chunk.text))
     result.timings.policy_s += time.perf_counter() - clock
-    answer, result.dangling_citations = check_citations(
-        uncited_decline("".join(parts).strip()), len(session.quotes)
-    )
+    answer, result.dangling_citations = served_answer("".join(parts), len(session.quotes))
     result.answer = answer
     if is_declined(answer):  # it cites nothing, so it has no references
         result.references = []

@@ -20,6 +20,30 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+def sampled_tokens(tokenizer: Any, row: list[int], stop: Sequence[str]) -> tuple[list[int], bool]:
+    """The tokens one row of a batched `generate` sampled, and whether it stopped (at the
+    end-of-sequence token, kept, or at a stop string, its tokens kept): `generate` runs
+    until the batch's longest row ends, so a row that stopped sooner is followed by
+    padding, which may be the end-of-sequence token itself."""
+    eos = tokenizer.eos_token_id
+    ended = eos in row
+    ids = row[: row.index(eos) + 1] if ended else row
+    if not truncate_at_stop(tokenizer.decode(ids, skip_special_tokens=True), stop)[1]:
+        while not ended and ids and ids[-1] == tokenizer.pad_token_id:  # another criterion
+            ids = ids[:-1]
+        return ids, ended
+    # the shortest prefix whose text holds a stop string: the token that completed it is
+    # where generation stopped for this row (the text only grows with the prefix)
+    low, high = 1, len(ids)
+    while low < high:
+        middle = (low + high) // 2
+        if truncate_at_stop(tokenizer.decode(ids[:middle], skip_special_tokens=True), stop)[1]:
+            high = middle
+        else:
+            low = middle + 1
+    return ids[:low], True
+
+
 @dataclass
 class _Call:
     prompt: str
@@ -125,26 +149,36 @@ class TransformersPolicy:
             )
         # output: (len(prompts) * n, width + new) token ids, each prompt's n rows together
         rows = output[:, width:].tolist()
-        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        prompts_ids = [
+            [token for token, real in zip(ids, mask, strict=True) if real]
+            for ids, mask in zip(
+                inputs["input_ids"].tolist(), inputs["attention_mask"].tolist(), strict=True
+            )
+        ]
         return [
-            self._completions(rows[i * sampling.n : (i + 1) * sampling.n], int(length), sampling)
-            for i, length in enumerate(prompt_tokens)
+            self._completions(rows[i * sampling.n : (i + 1) * sampling.n], prompt_ids, sampling)
+            for i, prompt_ids in enumerate(prompts_ids)
         ]
 
     def _completions(
-        self, rows: list[list[int]], prompt_tokens: int, sampling: Sampling
+        self, rows: list[list[int]], prompt_ids: list[int], sampling: Sampling
     ) -> Completions:
-        eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
         choices = []
         completion_tokens = 0
         for row in rows:
-            ended = eos in row
-            if ended:
-                row = row[: row.index(eos) + 1]
-            while row and row[-1] == pad:  # a row that stopped early, padded to the longest
-                row = row[:-1]
-            completion_tokens += len(row)
-            text = self.tokenizer.decode(row, skip_special_tokens=True)
-            text, stopped = truncate_at_stop(text, sampling.stop)
-            choices.append(Completion(text, "stop" if ended or stopped else "length"))
-        return Completions(choices, Usage(prompt_tokens, completion_tokens))
+            ids, ended = sampled_tokens(self.tokenizer, row, sampling.stop)
+            completion_tokens += len(ids)
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            text, _ = truncate_at_stop(text, sampling.stop)
+            choices.append(
+                Completion(
+                    text,
+                    "stop" if ended else "length",
+                    token_ids=tuple(ids) if sampling.token_ids else None,
+                )
+            )
+        return Completions(
+            choices,
+            Usage(len(prompt_ids), completion_tokens),
+            prompt_token_ids=tuple(prompt_ids) if sampling.token_ids else None,
+        )

@@ -10,9 +10,10 @@ piling retries on it (no retry storm).
 
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -53,14 +54,15 @@ class OpenAIPolicy:
         body = await self._request(self._body(prompt, sampling, stream=False))
         try:
             choices = sorted(body["choices"], key=lambda c: c.get("index", 0))
-            completions = [Completion(c["text"], c.get("finish_reason") or "") for c in choices]
+            completions = [_completion(c, sampling.token_ids) for c in choices]
             usage = body.get("usage") or {}
             used = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
-        except (KeyError, TypeError, AttributeError) as error:
+            prompt_ids = _ids(choices[0].get("prompt_token_ids")) if choices else None
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
             raise PolicyResponseError(f"malformed completions answer: {error!r}") from error
         if len(completions) != sampling.n:
             raise PolicyResponseError(f"asked for {sampling.n} samples, got {len(completions)}")
-        return Completions(completions, used)
+        return Completions(completions, used, prompt_ids if sampling.token_ids else None)
 
     async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         if sampling.n != 1:
@@ -125,6 +127,11 @@ class OpenAIPolicy:
             body["stream_options"] = {"include_usage": True}
         if sampling.stop:
             body["stop"] = list(sampling.stop)
+        if sampling.token_ids:
+            # vLLM's extension: each choice's `token_ids` (and the prompt's), and `logprobs`
+            # 0 for the log-prob of each sampled token without alternatives
+            body["return_token_ids"] = True
+            body["logprobs"] = 0
         if sampling.regex is not None and self.guided:
             # vLLM's structured outputs; the older `guided_regex` field is ignored now.
             body["structured_outputs"] = {"regex": sampling.regex}
@@ -189,6 +196,27 @@ class OpenAIPolicy:
         if isinstance(error, httpx.TimeoutException):
             return PolicyTimeout(f"no answer from {self.base_url} in time: {error!r}")
         return PolicyResponseError(f"request to {self.base_url} failed: {error!r}")
+
+
+def _completion(choice: dict[str, Any], token_ids: bool) -> Completion:
+    """One choice; with `token_ids`, the sampled ids a server that cannot give them fails."""
+    completion = Completion(choice["text"], choice.get("finish_reason") or "")
+    if not token_ids:
+        return completion
+    ids = _ids(choice.get("token_ids"))
+    if ids is None:
+        raise ValueError("no token_ids in a choice: the server lacks vLLM's return_token_ids")
+    logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+    floats = (
+        tuple(math.nan if p is None else float(p) for p in logprobs)
+        if isinstance(logprobs, list)
+        else None
+    )  # vLLM sends null for a NaN log-prob
+    return replace(completion, token_ids=ids, logprobs=floats)
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(token) for token in value)
 
 
 def _error_message(response: httpx.Response) -> str:

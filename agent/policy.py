@@ -12,12 +12,21 @@ class Sampling:
     max_tokens: int = 64
     stop: tuple[str, ...] = ()
     regex: str | None = None  # constrain the output (guided decoding); None: free text
+    # Also return the tokens sampled (and their log-probs where the server gives them):
+    # what RL trains on. Off when serving: the ids are of no use to an answer.
+    token_ids: bool = False
 
 
 @dataclass(frozen=True)
 class Completion:
     text: str
     finish_reason: str  # "stop", "length", ...
+    # With Sampling.token_ids: the tokens the model sampled, in order, as the engine
+    # produced them: the stop string's tokens or the end-of-sequence token included (the
+    # text leaves both out). Encoding the text again can give other ids (BPE merges
+    # across what were two sampled tokens), which RL must never train on.
+    token_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None  # one per token id, when the server gives them
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class StreamChunk:
 class Completions:
     choices: Sequence[Completion]
     usage: Usage
+    # With Sampling.token_ids: the prompt as the engine encoded it.
+    prompt_token_ids: tuple[int, ...] | None = None
 
 
 class Policy(Protocol):

@@ -40,18 +40,18 @@ def _demos(folder: Path) -> Path:
 
 def _run(setting: str, lora_rank: int, lora_layers: int, demos: Path, examples: int) -> None:
     from webgpt.agent.model import BASE_VERSION, prepare_base_model
-    from webgpt.learning.bc import BCTrainConfig, train_bc
+    from webgpt.learning.bc import BCConfig, train_bc
 
     base = prepare_base_model(print)
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         result = train_bc(
-            BCTrainConfig(
+            BCConfig(
                 demonstrations=[demos],
                 base=base,
                 base_version=BASE_VERSION,
                 out=Path(tmp),
-                epochs=1,
+                num_train_epochs=1,
                 max_examples=examples,
                 validation_fraction=0.0,
                 validity_prompts=0,

@@ -26,7 +26,7 @@ from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.agent.model import prepare_default_model
 from webgpt.browser.web import offline_web
 from webgpt.evals.questions import load_questions
-from webgpt.learning.rl.config import RLTrainConfig
+from webgpt.learning.rl.config import RLConfig
 from webgpt.learning.rl.packing import SegmentTable
 from webgpt.learning.rl.rollouts import EpisodeRollouts
 
@@ -50,7 +50,7 @@ def main() -> None:
     questions = load_questions(args.questions, "train")
     chosen = random.Random(args.seed).sample(questions, args.questions_per_step)
     prompts = [q.question for q in chosen for _ in range(args.episodes_per_question)]
-    config = RLTrainConfig(
+    config = RLConfig(
         policy=policy_dir, reward_model=policy_dir, questions=args.questions, out=policy_dir,
         min_actions=4, max_actions=10, seed=args.seed,
     )  # fmt: skip

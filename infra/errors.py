@@ -6,6 +6,7 @@ Hierarchy::
     ├── CheckpointError          a checkpoint folder is missing, incomplete or does not match
     │   ├── CorruptCheckpoint    a file does not match its manifest's sha256
     │   └── IncompatibleCheckpoint  trained on another observation format than this build's
+    ├── OptionsError             a trainer's options do not parse (a flag, a value, --config)
     ├── PackageError             a registry package (embedded default data) is unavailable
     └── VLLMServerError          a local vLLM server exited or never answered during start-up
 """
@@ -25,6 +26,11 @@ class CorruptCheckpoint(CheckpointError):
 
 class IncompatibleCheckpoint(CheckpointError):
     """The checkpoint was trained on another observation format than this build speaks."""
+
+
+class OptionsError(InfraError):
+    """A trainer's options do not parse: an unknown flag or YAML key, a bad value, a
+    --config file that cannot be read."""
 
 
 class PackageError(InfraError):

@@ -7,56 +7,72 @@ trained checkpoint reads exactly what it will be shown; the loss covers the comp
 tokens only (labels -100 on the prompt). Examples longer than `max_length` are left out
 (and counted) rather than truncated, so no training prompt differs from a serving prompt.
 
-Built on transformers' `Trainer` with pre-tokenised labels (SmolLM2's chat template has
-no generation markers for TRL's completion-only collator): evaluation each epoch, early
-stopping on the validation loss, the best epoch kept; LoRA through peft (optionally only on
-the top layers, which halves the backward pass on a CPU) or full fine-tuning.
-`accelerate launch -m service.cli train bc ...` runs the same command on many GPUs.
+Built on transformers' `Trainer` with pre-tokenised labels, padded by its
+`DataCollatorForSeq2Seq` (SmolLM2's chat template has no generation markers for TRL's
+completion-only collator): the options are a `TrainingArguments` (`BCConfig`), so every
+option of the Trainer is one of `webgpt train bc`; evaluation each epoch or every N steps,
+early stopping on the validation loss, the best evaluation kept; checkpoints in the run's
+work folder, from which a stopped run resumes (learning.runs); LoRA through peft
+(optionally only on the top layers, which halves the backward pass on a CPU) or full
+fine-tuning. `accelerate launch -m service.cli train bc ...` runs the same command on many
+GPUs.
 
 The checkpoint is published atomically into the registry (infra.checkpoints.publish) as a
 policy: the LoRA adapter (or full weights) with a manifest naming the base model, the data's
 sha256 and counts by source, the observation format version, the config and the figures.
 """
 
+import copy
 import hashlib
 import json
 import math
 import random
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webgpt.agent.errors import DataError
+from transformers import TrainingArguments
+from transformers.trainer_utils import IntervalStrategy, SaveStrategy, SchedulerType
+
+from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from webgpt.agent.registry import load_policy_manifest
 from webgpt.browser.commands import parse_command
 from webgpt.browser.errors import InvalidCommand
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
-from webgpt.infra.checkpoints import discard, publish, staging_folder
+from webgpt.infra.checkpoints import publish, staging_folder
+from webgpt.infra.trainer_options import Repeatable
 from webgpt.learning.demonstrations import (
     UNTAGGED,
     Demonstration,
     LoadReport,
     load_demonstrations,
 )
+from webgpt.learning.runs import (
+    checkpoint_to_resume,
+    default_work_folder,
+    discard_checkpoints,
+    jsonable,
+)
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-@dataclass
-class BCTrainConfig:
-    """Fields become `webgpt train bc` options (help from metadata)."""
+@dataclass(kw_only=True)
+class BCConfig(TrainingArguments):
+    """`webgpt train bc`: our options, then every option of transformers' Trainer (a
+    TrainingArguments, as TRL's SFTConfig is). Fields become options, help from metadata;
+    fields of TrainingArguments redefined here carry our defaults, and `--epochs` and
+    `--batch-size` name `num_train_epochs` and `per_device_train_batch_size`."""
 
-    demonstrations: list[Path] = field(metadata={"help": "demonstration files (JSONL), repeatable"})
+    demonstrations: list[Path] = field(
+        metadata={"help": "demonstration files (JSONL), repeatable", "action": Repeatable}
+    )
     base: Path = field(metadata={"help": "Hugging Face folder of the policy to start from"})
     out: Path = field(metadata={"help": "registry folder; the checkpoint goes to OUT/VERSION"})
     version: str = field(default="bc-0001", metadata={"help": "checkpoint version name"})
     base_version: str = field(default="", metadata={"help": "the base's registry version"})
-    epochs: int = field(default=3, metadata={"help": "passes over the training examples"})
-    learning_rate: float = field(default=2e-4, metadata={"help": "AdamW peak learning rate"})
-    batch_size: int = field(default=4, metadata={"help": "examples per optimizer step"})
     max_length: int = field(default=1536, metadata={"help": "tokens per example; longer: left out"})
     max_examples: int = field(default=0, metadata={"help": "use at most this many (0 = all)"})
     include_untagged: bool = field(
@@ -67,7 +83,9 @@ class BCTrainConfig:
         },
     )
     validation_fraction: float = field(default=0.05, metadata={"help": "episodes held out"})
-    patience: int = field(default=1, metadata={"help": "epochs without progress before stop"})
+    patience: int = field(
+        default=1, metadata={"help": "evaluations without progress before early stopping"}
+    )
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
     lora_layers: int = field(default=0, metadata={"help": "LoRA on the top N layers (0 = all)"})
     init_adapter: Path | None = field(
@@ -75,7 +93,124 @@ class BCTrainConfig:
         metadata={"help": "continue training this LoRA checkpoint of the same base (its rank)"},
     )
     validity_prompts: int = field(default=24, metadata={"help": "held-out prompts to sample"})
-    seed: int = field(default=0, metadata={"help": "shuffling and split seed"})
+    resume: bool = field(
+        default=False,
+        metadata={
+            "help": "continue the run from the last checkpoint in its work folder "
+            "(--output-dir): weights, optimizer, schedule, RNG and data position restored"
+        },
+    )
+
+    # TrainingArguments' fields, with our defaults
+    output_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "the run's work folder: checkpoints and logs (default OUT/VERSION.work; "
+            "its checkpoints are deleted once the version is published)"
+        },
+    )
+    num_train_epochs: float = field(
+        default=3.0,
+        metadata={"help": "passes over the training examples", "aliases": ["--epochs"]},
+    )
+    per_device_train_batch_size: int = field(
+        default=4, metadata={"help": "examples per optimizer step", "aliases": ["--batch-size"]}
+    )
+    per_device_eval_batch_size: int = field(
+        default=0, metadata={"help": "examples per evaluation batch (0: --batch-size)"}
+    )
+    learning_rate: float = field(default=2e-4, metadata={"help": "AdamW peak learning rate"})
+    lr_scheduler_type: SchedulerType | str = field(
+        default="cosine", metadata={"help": "learning-rate schedule"}
+    )
+    warmup_steps: float = field(
+        default=-1,
+        metadata={"help": "warmup steps, or a share of all steps if < 1 (-1: 5%% of an epoch)"},
+    )
+    logging_steps: float = field(default=5, metadata={"help": "log the loss every N steps"})
+    eval_strategy: IntervalStrategy | str = field(
+        default="epoch",
+        metadata={"help": "when the validation loss is computed: epoch, steps (--eval-steps), no"},
+    )
+    eval_steps: float | None = field(
+        default=None,
+        metadata={"help": "compute the validation loss every N steps (--eval-strategy steps)"},
+    )
+    save_strategy: SaveStrategy | str = field(
+        default="epoch",
+        metadata={"help": "when a checkpoint is written: epoch, steps (--save-steps), no"},
+    )
+    save_steps: float = field(
+        default=0,
+        metadata={"help": "write a checkpoint every N steps, to --resume from (0: each epoch)"},
+    )
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "checkpoints kept (the best and the last)"}
+    )
+    load_best_model_at_end: bool = field(
+        default=True, metadata={"help": "publish the weights of the best validation loss"}
+    )
+    metric_for_best_model: str | None = field(default="eval_loss")
+    greater_is_better: bool | None = field(default=False)
+    restore_callback_states_from_checkpoint: bool = field(
+        default=True, metadata={"help": "a resumed run keeps early stopping's count"}
+    )
+    seed: int = field(default=0, metadata={"help": "shuffling, split and initialisation seed"})
+    disable_tqdm: bool | None = field(default=True)
+    dataloader_pin_memory: bool = field(default=False)
+    remove_unused_columns: bool = field(default=False)
+    bf16: bool | None = field(  # type: ignore[assignment]
+        default=None,
+        metadata={
+            "help": "bf16 autocast over fp32 weights (default: where a GPU has bf16; a CPU "
+            "trains in fp32, faster there than emulated bf16)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        # a --config file gives strings (and a lone string for a list)
+        given = self.demonstrations
+        files = [given] if isinstance(given, str | Path) else given
+        self.demonstrations = [Path(p).expanduser() for p in files]
+        self.base, self.out = Path(self.base).expanduser(), Path(self.out).expanduser()
+        if self.init_adapter is not None:
+            self.init_adapter = Path(self.init_adapter).expanduser()
+        if self.output_dir is None:
+            self.output_dir = default_work_folder(self.out, self.version)
+        if self.per_device_eval_batch_size <= 0:
+            self.per_device_eval_batch_size = self.per_device_train_batch_size
+        if self.warmup_steps < 0:  # 5% of an epoch, as a share of all steps
+            self.warmup_steps = min(0.05 / max(self.num_train_epochs, 1.0), 0.5)
+        if self.bf16 is None:
+            import torch
+
+            self.bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        every_n_steps(self)
+        super().__post_init__()  # type: ignore[no-untyped-call]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as a JSON value (paths as strings)."""
+        return jsonable(super().to_dict())  # type: ignore[no-untyped-call]
+
+
+def every_n_steps(config: Any) -> None:
+    """`--save-steps N` alone means checkpoints every N steps, `--eval-steps N` alone an
+    evaluation every N steps. Keeping the best weights needs a checkpoint at each
+    evaluation (the Trainer's rule), so with it the other follows."""
+    if config.eval_strategy == "no":  # nothing to pick the best weights from
+        config.load_best_model_at_end = False
+    if config.save_steps and config.save_strategy == "epoch":
+        config.save_strategy = "steps"
+    if config.eval_steps and config.eval_strategy == "epoch":
+        config.eval_strategy = "steps"
+    if config.save_strategy == "steps" and not config.save_steps:
+        raise ConfigurationError("--save-strategy steps wants --save-steps N")
+    if config.load_best_model_at_end and config.eval_strategy != "no":
+        if config.save_strategy == "steps" and config.eval_strategy == "epoch":
+            config.eval_strategy, config.eval_steps = "steps", config.save_steps
+        elif config.eval_strategy == "steps" and config.save_strategy == "epoch":
+            config.save_strategy = "steps"
+            config.save_steps = config.eval_steps or config.logging_steps
 
 
 @dataclass(frozen=True)
@@ -131,7 +266,7 @@ def data_digest(paths: Sequence[Path]) -> str:
 
 
 def training_demonstrations(
-    config: BCTrainConfig, log: Callable[[str], None]
+    config: BCConfig, log: Callable[[str], None]
 ) -> tuple[list[Demonstration], LoadReport]:
     """The demonstrations of split train, and those without a split only when asked: a
     question a person typed may be a dev or test question, whose pages must not leak into
@@ -160,24 +295,15 @@ def split_episodes(
     return ordered[held:], ordered[:held]
 
 
-class _Collator:
-    """Pads input_ids with the pad token and labels with -100 (right padding)."""
+def collator(tokenizer: Any) -> Any:
+    """transformers' DataCollatorForSeq2Seq on our rows: input_ids padded with the pad
+    token and labels with -100, both on the right, and an attention mask of 1 on the real
+    tokens. It pads on the tokenizer's side, so that is set to the right here (a base
+    tokenizer may say left: generation pads there, agent.hf_policy says so per call)."""
+    from transformers import DataCollatorForSeq2Seq
 
-    def __init__(self, pad_id: int) -> None:
-        self.pad_id = pad_id
-
-    def __call__(self, rows: list[dict[str, list[int]]]) -> dict[str, Any]:
-        import torch
-
-        width = max(len(r["input_ids"]) for r in rows)
-        ids = [r["input_ids"] + [self.pad_id] * (width - len(r["input_ids"])) for r in rows]
-        labels = [r["labels"] + [-100] * (width - len(r["labels"])) for r in rows]
-        mask = [[1] * len(r["input_ids"]) + [0] * (width - len(r["input_ids"])) for r in rows]
-        return {
-            "input_ids": torch.tensor(ids),
-            "labels": torch.tensor(labels),
-            "attention_mask": torch.tensor(mask),
-        }
+    tokenizer.padding_side = "right"
+    return DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
 
 
 def command_validity(model: Any, tokenizer: Any, prompts: Sequence[str]) -> float:
@@ -219,7 +345,14 @@ def _ordered_rows(
     return rows, too_long
 
 
-def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCResult:
+def train_bc(
+    config: BCConfig,
+    log: Callable[[str], None] = print,
+    callbacks: Sequence[Any] = (),
+) -> BCResult:
+    """Train, then publish OUT/VERSION. `callbacks` are more TrainerCallbacks (progress,
+    a stop of one's own). An exception on the way leaves the work folder as it was, so
+    the run continues from its last checkpoint with `resume`."""
     import torch
     from transformers import (
         AutoModelForCausalLM,
@@ -227,10 +360,12 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         EarlyStoppingCallback,
         Trainer,
         TrainerCallback,
-        TrainingArguments,
     )
 
-    # checked before any data or weights are loaded, so a wrong adapter fails at once
+    # checked before any data or weights are loaded, so a wrong adapter or a work folder
+    # of another run fails at once
+    work = Path(str(config.output_dir))
+    resume_from = checkpoint_to_resume(work, config.resume, config.resume_from_checkpoint)
     parent = config.base_version or str(config.base)
     if config.init_adapter is not None:
         parent = _adapter_to_continue(config)
@@ -284,63 +419,54 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
     # a fresh adapter starts as the base (LoRA's B is zero); a continued one as it ended
     validity_before = command_validity(model, tokenizer, held_prompts)
     log(f"valid unguided commands on held-out prompts before training: {validity_before:.2f}")
-    step_losses: list[float] = []
 
     class _LossLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
             if logs and "loss" in logs:
-                step_losses.append(float(logs["loss"]))
                 log(f"step {state.global_step}/{state.max_steps}: loss {logs['loss']:.4f}")
+            if logs and "eval_loss" in logs:
+                log(f"step {state.global_step}: validation loss {logs['eval_loss']:.4f}")
 
-    work = Path(tempfile.mkdtemp(prefix="webgpt-bc-"))
     has_validation = bool(val_rows)
-    arguments = TrainingArguments(
-        output_dir=str(work),
-        num_train_epochs=config.epochs,
-        per_device_train_batch_size=config.batch_size,
-        per_device_eval_batch_size=config.batch_size,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type="cosine",
-        warmup_steps=max(1, len(train_rows) // config.batch_size // 20),
-        logging_steps=5,
-        eval_strategy="epoch" if has_validation else "no",
-        save_strategy="epoch" if has_validation else "no",
-        save_total_limit=2,
-        load_best_model_at_end=has_validation,
-        metric_for_best_model="eval_loss",
-        greater_is_better=False,
-        report_to=[],
-        seed=config.seed,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        dataloader_pin_memory=False,
-        remove_unused_columns=False,
-        # fp32 weights with bf16 autocast where the accelerator has it (a GPU); CPUs train
-        # in fp32, which is faster there than emulated bf16 matrix products.
-        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
-    )
+    arguments = copy.copy(config)
+    if not has_validation:  # nothing to evaluate: no evaluation, no best weights to keep
+        arguments.eval_strategy = IntervalStrategy.NO
+        arguments.load_best_model_at_end = False
     trainer = Trainer(
         model=model,
         args=arguments,
         train_dataset=train_rows,
         eval_dataset=val_rows or None,
-        data_collator=_Collator(tokenizer.pad_token_id),
+        data_collator=collator(tokenizer),
         callbacks=[_LossLog()]
         + (
             [EarlyStoppingCallback(early_stopping_patience=config.patience)]
-            if has_validation
+            if arguments.load_best_model_at_end
             else []
-        ),
+        )
+        + list(callbacks),
     )
-    train_output = trainer.train()
-    epochs = [
-        {"epoch": float(entry["epoch"]), "validation_loss": float(entry["eval_loss"])}
-        for entry in trainer.state.log_history
+    if resume_from is not None:
+        log(f"resuming from {resume_from}")
+    train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    history = trainer.state.log_history  # a resumed run's holds the steps before it too
+    step_losses = [float(entry["loss"]) for entry in history if "loss" in entry]
+    evaluations = [
+        {
+            "epoch": float(entry["epoch"]),
+            "step": int(entry["step"]),
+            "validation_loss": float(entry["eval_loss"]),
+        }
+        for entry in history
         if "eval_loss" in entry
     ]
     trained: Any = trainer.model
     validity_after = command_validity(trained, tokenizer, held_prompts)
     log(f"valid unguided commands on held-out prompts after training: {validity_after:.2f}")
+    runtime = float(train_output.metrics.get("train_runtime", 0.0))
+    state = trainer.state
+    epochs_here = (state.global_step - _step_of(resume_from)) / max(state.max_steps, 1)
+    epochs_here *= state.num_train_epochs  # of this process: a resumed run's part
     metrics: dict[str, Any] = {
         "trained": True,
         "method": "bc-lora" if as_adapter else "bc-full",
@@ -352,45 +478,44 @@ def train_bc(config: BCTrainConfig, log: Callable[[str], None] = print) -> BCRes
         "train_tokens": tokens,
         "validation_examples": len(val_rows),
         "left_out_too_long": long_train + long_val,
-        "epochs": epochs,
-        "train_runtime_s": round(float(train_output.metrics.get("train_runtime", 0.0)), 1),
-        "train_tokens_per_s": round(
-            tokens
-            * float(train_output.metrics.get("epoch", 1.0))
-            / max(float(train_output.metrics.get("train_runtime", 1.0)), 1e-9),
-            1,
-        ),
+        "steps": trainer.state.global_step,
+        "resumed_from_step": _step_of(resume_from) if resume_from else None,
+        "evaluations": evaluations,
+        "train_runtime_s": round(runtime, 1),
+        "train_tokens_per_s": round(tokens * epochs_here / max(runtime, 1e-9), 1),
         "valid_unguided_commands": {"before": validity_before, "after": validity_after},
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "peak_accelerator_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)
         if torch.cuda.is_available()
         else None,
-        "config": {f.name: _jsonable(getattr(config, f.name)) for f in fields(config)},
+        "config": config.to_dict(),
     }
     checkpoint = config.out / config.version
-    try:
-        with staging_folder(config.out, config.version) as staging:
-            # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
-            trained.to(torch.bfloat16).save_pretrained(staging)
-            if not as_adapter:  # full weights are a whole model: the tokenizer goes with them
-                tokenizer.save_pretrained(staging)
-            (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
-            publish(
-                staging,
-                checkpoint,
-                kind="policy",
-                version=config.version,
-                base_model=config.base_version or str(config.base),
-                observation_format_version=OBSERVATION_FORMAT_VERSION,
-                metrics=metrics,
-            )
-    finally:
-        discard(work)
+    with staging_folder(config.out, config.version) as staging:
+        # bf16, the dtype the base ships in and vLLM serves: half the size of fp32
+        trained.to(torch.bfloat16).save_pretrained(staging)
+        if not as_adapter:  # full weights are a whole model: the tokenizer goes with them
+            tokenizer.save_pretrained(staging)
+        (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
+        publish(
+            staging,
+            checkpoint,
+            kind="policy",
+            version=config.version,
+            base_model=config.base_version or str(config.base),
+            observation_format_version=OBSERVATION_FORMAT_VERSION,
+            metrics=metrics,
+        )
+    discard_checkpoints(work)
     log(f"published {checkpoint}")
     return BCResult(checkpoint, metrics, step_losses)
 
 
-def _adapter_to_continue(config: BCTrainConfig) -> str:
+def _step_of(checkpoint: Path | None) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint is not None else 0
+
+
+def _adapter_to_continue(config: BCConfig) -> str:
     """The version of config.init_adapter, once it is checked to be an intact LoRA adapter
     of this base; a DataError (or CheckpointError) says what is wrong otherwise."""
     assert config.init_adapter is not None
@@ -403,11 +528,3 @@ def _adapter_to_continue(config: BCTrainConfig) -> str:
     if not (config.init_adapter / "adapter_config.json").is_file():
         raise DataError(f"{config.init_adapter} holds full weights, not a LoRA adapter")
     return manifest.version
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value

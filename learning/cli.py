@@ -3,7 +3,6 @@
 
 import argparse
 import asyncio
-import dataclasses
 import random
 import sys
 from collections import Counter
@@ -17,10 +16,10 @@ from webgpt.browser.cli import add_web_arguments, web_options
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions, offline_web
 from webgpt.evals.questions import Question, load_questions
+from webgpt.infra.trainer_options import add_trainer_command, parse_config
 from webgpt.infra.vllm_server import print_progress
 from webgpt.learning.demonstrations import Demonstration, Recorder, write_demonstrations
 from webgpt.learning.question_generator import generate_questions, pick_questions
-from webgpt.reward.cli import add_dataclass_options
 
 if TYPE_CHECKING:
     from webgpt.learning.comparisons import QuotedQuestion
@@ -132,24 +131,21 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 
 def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from webgpt.learning.bc import BCTrainConfig
-    from webgpt.learning.rl.config import RLTrainConfig
-    from webgpt.learning.rl.verl import VerlRunConfig
-
-    bc = kinds.add_parser("bc", help="behavior cloning on demonstrations")
-    add_dataclass_options(bc, BCTrainConfig)
-    bc.set_defaults(run=_train_bc)
-    rl = kinds.add_parser(
-        "rl", help="RL in the browsing environment against a reward model (TRL GRPO, KL to BC)"
+    """`webgpt train bc|rl|verl`: each parses its own options when it runs
+    (infra.trainer_options)."""
+    add_trainer_command(kinds, "bc", "behavior cloning on demonstrations", _train_bc)
+    add_trainer_command(
+        kinds,
+        "rl",
+        "RL in the browsing environment against a reward model (TRL GRPO, KL to BC)",
+        _train_rl,
     )
-    add_dataclass_options(rl, RLTrainConfig)
-    rl.set_defaults(run=_train_rl)
-    verl = kinds.add_parser(
+    add_trainer_command(
+        kinds,
         "verl",
-        help="prepare PPO on many GPUs with verl: data, agent-loop config, launch command",
+        "prepare PPO on many GPUs with verl: data, agent-loop config, launch command",
+        _train_verl,
     )
-    add_dataclass_options(verl, VerlRunConfig)
-    verl.set_defaults(run=_train_verl)
 
 
 def _per_split(spec: str) -> dict[str, int]:
@@ -243,20 +239,20 @@ async def _check_async(args: argparse.Namespace) -> int:
 
 
 def _train_bc(args: argparse.Namespace) -> int:
-    from webgpt.learning.bc import BCTrainConfig, train_bc  # torch: only when training
+    from webgpt.learning.bc import BCConfig, train_bc  # torch: only when training
 
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(BCTrainConfig)}
-    result = train_bc(BCTrainConfig(**values), log=print_progress)
+    config = parse_config(BCConfig, args.options, "webgpt train bc")
+    result = train_bc(config, log=print_progress)
     print(result.checkpoint)
     return 0
 
 
 def _train_rl(args: argparse.Namespace) -> int:
-    from webgpt.learning.rl.config import RLTrainConfig
-    from webgpt.learning.rl.trainer import train_rl  # torch and TRL: only when training
+    from webgpt.learning.rl.config import RLConfig  # torch and TRL: only when training
+    from webgpt.learning.rl.trainer import train_rl
 
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RLTrainConfig)}
-    result = train_rl(RLTrainConfig(**values), log=print_progress)
+    config = parse_config(RLConfig, args.options, "webgpt train rl")
+    result = train_rl(config, log=print_progress)
     print(result.checkpoint)
     return 0
 
@@ -264,8 +260,8 @@ def _train_rl(args: argparse.Namespace) -> int:
 def _train_verl(args: argparse.Namespace) -> int:
     from webgpt.learning.rl.verl import VerlRunConfig, prepare_verl_run
 
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(VerlRunConfig)}
-    script = prepare_verl_run(VerlRunConfig(**values))
+    config = parse_config(VerlRunConfig, args.options, "webgpt train verl")
+    script = prepare_verl_run(config)
     print(f"prepared; launch it (verl installed, from this checkout): sh {script}")
     return 0
 

@@ -1,14 +1,19 @@
-"""Training configurations: dataclasses whose fields become command-line options."""
+"""Training configurations: dataclasses whose fields become command-line options
+(`webgpt train rm --help`; `--config run.yaml` gives them from a file, infra.trainer_options)."""
 
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from webgpt.infra.trainer_options import Repeatable
 
 
 @dataclass
 class RewardTrainConfig:
     """Fields become `webgpt train rm` options (help from metadata)."""
 
-    comparisons: list[Path] = field(metadata={"help": "comparison files (JSONL), repeatable"})
+    comparisons: list[Path] = field(
+        metadata={"help": "comparison files (JSONL), repeatable", "action": Repeatable}
+    )
     backbone: Path = field(metadata={"help": "Hugging Face folder of the starting model"})
     out: Path = field(metadata={"help": "registry folder; the checkpoint goes to OUT/VERSION"})
     version: str = field(default="rm-0001", metadata={"help": "checkpoint version name"})
@@ -30,3 +35,12 @@ class RewardTrainConfig:
             "manifest"
         },
     )
+
+    def __post_init__(self) -> None:
+        # a --config file gives strings (and a lone string for a list)
+        given = self.comparisons
+        files = [given] if isinstance(given, str | Path) else given
+        self.comparisons = [Path(p).expanduser() for p in files]
+        self.backbone, self.out = Path(self.backbone).expanduser(), Path(self.out).expanduser()
+        if self.held_out is not None:
+            self.held_out = Path(self.held_out).expanduser()

@@ -10,11 +10,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Turn:
-    """One policy call of an episode: the prompt it saw and the text it wrote, with the
-    stop string when it stopped there (the text the BC examples train on)."""
+    """One policy call of an episode: the prompt it saw and what it wrote.
+
+    `completion` is the text, with the stop string when it stopped (the text the BC
+    examples train on; logs and tests read it). A sampled turn (learning.rl.rollouts
+    records every one) also carries the token ids the engine sampled, which are what is
+    trained: encoding the text again can merge or split tokens differently, and a turn
+    that ended at the end-of-sequence token would train a stop string it never wrote."""
 
     prompt: str
     completion: str
+    prompt_ids: tuple[int, ...] | None = None  # as the engine encoded the prompt
+    completion_ids: tuple[int, ...] | None = None  # as sampled, stop or EOS token included
+    completion_logprobs: tuple[float, ...] | None = None  # the engine's, one per id
 
 
 @dataclass
@@ -23,28 +31,54 @@ class PackedEpisode:
     completion_ids: list[int]
     env_mask: list[int]  # 1: the policy wrote the token; 0: a prompt (observation) token
     segment_lengths: list[int]  # prompt_ids, then each (completion, next prompt + …) run
+    # the sampling engine's log-prob of each completion token, 0.0 on prompt tokens (as
+    # verl's agent loops pad them); None unless every turn carries them
+    logprobs: list[float] | None = None
+
+
+def _prompt_ids(tokenizer: Any, turn: Turn) -> list[int]:
+    """As the serving engine encodes a completions prompt (special tokens included)."""
+    if turn.prompt_ids is not None:
+        return list(turn.prompt_ids)
+    ids: list[int] = tokenizer(turn.prompt)["input_ids"]
+    return ids
+
+
+def _completion_ids(tokenizer: Any, turn: Turn) -> list[int]:
+    """The sampled ids; text written by hand (tests, demonstrations) as plain
+    continuation tokens, exactly learning.bc.tokenize_example."""
+    if turn.completion_ids is not None:
+        return list(turn.completion_ids)
+    ids: list[int] = tokenizer(turn.completion, add_special_tokens=False)["input_ids"]
+    return ids
 
 
 def pack_episode(tokenizer: Any, turns: Sequence[Turn]) -> PackedEpisode:
-    """Prompts are encoded as the serving engine encodes them (special tokens included),
-    completions as plain continuation tokens: exactly learning.bc.tokenize_example."""
+    """The turns as one sequence: the first prompt, then each completion and the next
+    prompt; a sampled turn's own ids are used, never its text encoded again."""
     if not turns:
         raise ValueError("an episode with no policy call has nothing to train on")
-    prompt_ids: list[int] = tokenizer(turns[0].prompt)["input_ids"]
+    prompt_ids = _prompt_ids(tokenizer, turns[0])
     completion_ids: list[int] = []
     env_mask: list[int] = []
     segments = [len(prompt_ids)]
+    with_logprobs = all(t.completion_logprobs is not None for t in turns)
+    logprobs: list[float] = []
     for index, turn in enumerate(turns):
         if index > 0:
-            ids = tokenizer(turn.prompt)["input_ids"]
+            ids = _prompt_ids(tokenizer, turn)
             completion_ids += ids
             env_mask += [0] * len(ids)
+            logprobs += [0.0] * len(ids)
             segments.append(len(ids))
-        ids = tokenizer(turn.completion, add_special_tokens=False)["input_ids"]
+        ids = _completion_ids(tokenizer, turn)
         completion_ids += ids
         env_mask += [1] * len(ids)
+        logprobs += list(turn.completion_logprobs or ())
         segments[-1] += len(ids)  # a completion continues its prompt's positions
-    return PackedEpisode(prompt_ids, completion_ids, env_mask, segments)
+    return PackedEpisode(
+        prompt_ids, completion_ids, env_mask, segments, logprobs if with_logprobs else None
+    )
 
 
 def pack_within(

@@ -7,9 +7,9 @@ from typing import Any
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.registry import is_adapter, load_policy_manifest
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
-from webgpt.infra.checkpoints import discard, publish, staging_folder
+from webgpt.infra.checkpoints import publish, staging_folder
 from webgpt.infra.errors import CheckpointError
-from webgpt.learning.rl.config import RLTrainConfig
+from webgpt.learning.rl.config import RLConfig
 
 
 def parent_of(folder: Path) -> tuple[str, str]:
@@ -28,41 +28,33 @@ def parent_of(folder: Path) -> tuple[str, str]:
 
 
 def publish_policy(
-    config: RLTrainConfig,
+    config: RLConfig,
     model: Any,
     tokenizer: Any,
     base_model: str,
     metrics: dict[str, Any],
     history: list[dict[str, float]],
-    work: Path,
 ) -> Path:
     import torch
 
     checkpoint = config.out / config.version
-    try:
-        with staging_folder(config.out, config.version) as staging:
-            # full weights (LoRA merged into the starting policy): the parent is itself a
-            # merged checkpoint, so an adapter of it would not load on the registry's base
-            merged = model.merge_and_unload()
-            merged.to(torch.bfloat16).save_pretrained(staging)
-            tokenizer.save_pretrained(staging)
-            (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
-            (staging / "train_log.jsonl").write_text(
-                "".join(json.dumps(entry) + "\n" for entry in history)
-            )
-            publish(
-                staging,
-                checkpoint,
-                kind="policy",
-                version=config.version,
-                base_model=base_model,
-                observation_format_version=OBSERVATION_FORMAT_VERSION,
-                metrics=metrics,
-            )
-    finally:
-        discard(work)
+    with staging_folder(config.out, config.version) as staging:
+        # full weights (LoRA merged into the starting policy): the parent is itself a
+        # merged checkpoint, so an adapter of it would not load on the registry's base
+        merged = model.merge_and_unload()
+        merged.to(torch.bfloat16).save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "train_config.json").write_text(json.dumps(metrics["config"], indent=2))
+        (staging / "train_log.jsonl").write_text(
+            "".join(json.dumps(entry) + "\n" for entry in history)
+        )
+        publish(
+            staging,
+            checkpoint,
+            kind="policy",
+            version=config.version,
+            base_model=base_model,
+            observation_format_version=OBSERVATION_FORMAT_VERSION,
+            metrics=metrics,
+        )
     return checkpoint
-
-
-def jsonable(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value

@@ -6,24 +6,32 @@ import itertools
 import json
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TextIO
 
-from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
-from webgpt.agent.errors import DataError
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode, served_answer
+from webgpt.agent.errors import DataError, PolicyResponseError
 from webgpt.agent.hf_policy import TransformersPolicy
-from webgpt.agent.policy import Completion, Completions, Policy, Sampling, StreamChunk
+from webgpt.agent.policy import Completions, Policy, Sampling, StreamChunk
 from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.evals.questions import Question, contains_gold
 from webgpt.learning.comparisons import ANSWER_ONLY_BROWSE_TRIES, comparison_rows, judge
-from webgpt.learning.rl.config import ANSWER_ONLY_SWAPS, RLTrainConfig
 from webgpt.learning.rl.packing import PackedEpisode, SegmentTable, Turn, pack_within
+from webgpt.learning.rl.reward import EpisodeAnswer, episode_rewards
+
+if TYPE_CHECKING:  # the config imports TRL; a verl worker runs episodes without it
+    from webgpt.learning.rl.config import RLConfig
+
+# other questions an answer-only group tries (`--unquoted swap`) before it falls back to whole
+# episodes: one unquoted question in a few dozen would otherwise cost a whole-episode group
+ANSWER_ONLY_SWAPS = 3
 
 
 class RecordingPolicy:
-    """Passes calls to a policy and records each (prompt, completion) turn."""
+    """Passes calls to a policy, asking for the sampled token ids, and records each turn
+    with them (packing trains those ids, never the text encoded again)."""
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -34,19 +42,36 @@ class RecordingPolicy:
         return self.policy.name
 
     async def complete(self, prompt: str, sampling: Sampling) -> Completions:
-        result = await self.policy.complete(prompt, sampling)
-        self._record(prompt, result.choices[0], sampling)
+        result = await self.policy.complete(prompt, replace(sampling, token_ids=True))
+        self._record(prompt, result, sampling)
         return result
 
     async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         # one chunk: in-process sampling has nothing to stream, and the turn needs the
-        # finish reason that only a whole completion carries
+        # finish reason and the token ids that only a whole completion carries
         result = await self.complete(prompt, sampling)
         yield StreamChunk(result.choices[0].text, result.usage)
 
-    def _record(self, prompt: str, choice: Completion, sampling: Sampling) -> None:
+    def _record(self, prompt: str, result: Completions, sampling: Sampling) -> None:
+        choice = result.choices[0]
+        if choice.token_ids is None:
+            raise PolicyResponseError(
+                f"the policy {self.name!r} returned no token ids: RL trains the tokens "
+                "sampled (vLLM's return_token_ids, an in-process or verl policy)"
+            )
+        logprobs = choice.logprobs
+        if logprobs is not None and len(logprobs) != len(choice.token_ids):
+            logprobs = None  # not one per token: unusable for an importance ratio
         ended = choice.finish_reason == "stop" and sampling.stop
-        self.turns.append(Turn(prompt, choice.text + (sampling.stop[0] if ended else "")))
+        self.turns.append(
+            Turn(
+                prompt,
+                choice.text + (sampling.stop[0] if ended else ""),
+                prompt_ids=result.prompt_token_ids,
+                completion_ids=choice.token_ids,
+                completion_logprobs=logprobs,
+            )
+        )
 
 
 async def recorded_episode(
@@ -98,7 +123,7 @@ class EpisodeRollouts:
 
     def __init__(
         self,
-        config: RLTrainConfig,
+        config: "RLConfig",
         questions: Sequence[Question],
         open_web: Callable[[], Web],
         score: Callable[[list[str]], list[float]],
@@ -111,6 +136,7 @@ class EpisodeRollouts:
         self.score = score
         self.tokenizer = tokenizer
         self.segments = segments
+        self.rule = config.reward_rule
         self.rng = random.Random(config.seed)
         self.loop = asyncio.new_event_loop()  # the web's clients live on one loop
         self.web: Web | None = None
@@ -151,9 +177,9 @@ class EpisodeRollouts:
         return {
             "prompt_ids": [r.packed.prompt_ids for r in rollouts],
             "completion_ids": [r.packed.completion_ids for r in rollouts],
-            # sampling log-probs are for vLLM's importance-sampling correction; rollouts
-            # here sample from the trained weights themselves (on-policy)
-            "logprobs": None,
+            # sampling log-probs are for vLLM's importance-sampling correction: rollouts
+            # here sample from the trained weights themselves (on-policy), which give none
+            "logprobs": _all_or_none([r.packed.logprobs for r in rollouts]),
             "env_mask": [r.packed.env_mask for r in rollouts],
             "episode_reward": [r.reward for r in rollouts],
         }
@@ -206,19 +232,15 @@ class EpisodeRollouts:
         self, question: Question, policy: Policy, limits: list[int]
     ) -> list[Rollout]:
         episodes = await asyncio.gather(*(self._browse(question, policy, n) for n in limits))
-        with_answer = [r for r, _ in episodes if r.answer and r.answer_prompt]
-        texts = [(r.answer_prompt or "") + (r.answer or "") for r in with_answer]
-        scores = iter(self.score(texts) if texts else [])
+        answers = [EpisodeAnswer.of(result) for result, _ in episodes]
+        rewards = await episode_rewards(question, answers, self.rule, self._score)
         await self._write_comparisons(
-            question, [(r.answer or "", r.references) for r in with_answer]
+            question, [(r.answer or "", r.references) for r, _ in episodes if r.answer_prompt]
         )
-        group = []
-        for result, turns in episodes:
-            answered = bool(result.answer and result.answer_prompt)
-            reward = next(scores) if answered else self.config.no_answer_reward
-            answer = result.answer if answered else None
-            group.append(self._rollout(question, turns, answer, reward, answer_only=False))
-        return group
+        return [
+            self._rollout(question, turns, answer, reward, answer_only=False)
+            for (_, turns), answer, reward in zip(episodes, answers, rewards, strict=True)
+        ]
 
     async def _answer_only_group(
         self, question: Question, swaps: list[Question], policy: Policy, limits: list[int]
@@ -255,12 +277,18 @@ class EpisodeRollouts:
         )
         recorders = [RecordingPolicy(policy) for _ in limits]
         completions = await asyncio.gather(*(r.complete(prompt, sampling) for r in recorders))
-        answers = [c.choices[0].text.strip() for c in completions]
-        scores = self.score([prompt + text for text in answers])
-        await self._write_comparisons(question, [(text, browse.references) for text in answers])
+        quotes = len(browse.quotes)
+        answers = [
+            EpisodeAnswer(
+                prompt, served_answer(c.choices[0].text, quotes)[0], quotes, browse.actions
+            )
+            for c in completions
+        ]
+        rewards = await episode_rewards(question, answers, self.rule, self._score)
+        await self._write_comparisons(question, [(a.answer or "", browse.quotes) for a in answers])
         return [
-            self._rollout(question, recorder.turns, text, score, answer_only=True)
-            for recorder, text, score in zip(recorders, answers, scores, strict=True)
+            self._rollout(question, recorder.turns, answer, reward, answer_only=True)
+            for recorder, answer, reward in zip(recorders, answers, rewards, strict=True)
         ]
 
     async def _quoting_episode(
@@ -286,11 +314,14 @@ class EpisodeRollouts:
         for row in comparison_rows(question, judged):
             self.comparisons.write(json.dumps(row | {"policy": self.config.version}) + "\n")
 
+    async def _score(self, texts: list[str]) -> list[float]:
+        return self.score(texts)
+
     def _rollout(
         self,
         question: Question,
         turns: list[Turn],
-        answer: str | None,
+        answer: EpisodeAnswer,
         reward: float,
         *,
         answer_only: bool,
@@ -305,8 +336,12 @@ class EpisodeRollouts:
         self.stats.truncated += kept < len(turns)
         self.stats.tokens += len(packed.prompt_ids) + len(packed.completion_ids)
         self.stats.policy_tokens += sum(packed.env_mask)
-        answered = answer is not None
-        correct = answered and contains_gold(answer or "", question.gold_answers)
+        answered = answer.answered
+        correct = answered and contains_gold(answer.answer or "", question.gold_answers)
         self.stats.answered += answered
         self.stats.correct += correct
         return Rollout(question, turns, packed, reward, answered, correct, answer_only)
+
+
+def _all_or_none(rows: list[list[float] | None]) -> list[list[float]] | None:
+    return None if any(row is None for row in rows) else [row for row in rows if row is not None]

@@ -1,23 +1,32 @@
 """The trainer: TRL's GRPOTrainer on packed episodes, and `train_rl`, the run."""
 
+import copy
 import hashlib
+import json
 import math
 import random
-import tempfile
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import fields
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
 from webgpt.agent.errors import ConfigurationError, DataError
+from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.evals.questions import load_questions
 from webgpt.learning.bc import LORA_TARGETS
-from webgpt.learning.rl.config import RLResult, RLTrainConfig
+from webgpt.learning.rl.config import RLConfig, RLResult
 from webgpt.learning.rl.packing import SegmentTable, packed_positions_hook
-from webgpt.learning.rl.publish import jsonable, parent_of, publish_policy
+from webgpt.learning.rl.publish import parent_of, publish_policy
 from webgpt.learning.rl.rollouts import EpisodeRollouts
+from webgpt.learning.runs import (
+    CHECKPOINT_PREFIX,
+    checkpoint_to_resume,
+    discard_checkpoints,
+)
 from webgpt.reward.manifest import load_reward_manifest
 
 
@@ -49,17 +58,26 @@ def _episode_trainer_class() -> type:
     return EpisodeGRPOTrainer
 
 
-def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLResult:
+def train_rl(
+    config: RLConfig,
+    log: Callable[[str], None] = print,
+    callbacks: Sequence[Any] = (),
+) -> RLResult:
+    """Train, then publish OUT/VERSION. `callbacks` are more TrainerCallbacks. An exception
+    on the way leaves the work folder as it was, so the run continues from its last
+    checkpoint (`--save-steps`) with `resume`."""
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl.trainer.grpo_config import GRPOConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from webgpt.browser.web import offline_web
     from webgpt.reward.scorer import RewardScorer
 
-    _check(config)
+    if config.comparisons_out is not None and config.comparisons_out.is_dir():
+        raise ConfigurationError(f"--comparisons-out {config.comparisons_out} is a folder")
+    work = Path(str(config.output_dir))
+    resume_from = checkpoint_to_resume(work, config.resume, config.resume_from_checkpoint)
     trainer_class = _episode_trainer_class()
     parent, base_model = parent_of(config.policy)
     reward_version = load_reward_manifest(config.reward_model, verify=True).version
@@ -72,6 +90,9 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
             f"{len(unique)} questions of split {config.split!r}: fewer than "
             f"--questions-per-step {config.questions_per_step}"
         )
+    dev_questions = []  # --dev-steps: a DataError when --questions has none of split dev
+    if config.dev_steps:
+        dev_questions = load_questions(config.questions, "dev")[: config.dev_questions]
 
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(config.policy)
@@ -88,66 +109,33 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
         tokenizer,
         segments,
     )
-    history: list[dict[str, float]] = []
-    stop_reason = {"reason": "steps"}
-    started = time.monotonic()
-
-    class _Log(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
-            if not logs or "reward" not in logs:
-                return
-            entry = {k: float(v) for k, v in logs.items() if isinstance(v, int | float)}
-            entry["step"] = state.global_step
-            history.append(entry)
-            log(
-                f"step {state.global_step}/{state.max_steps}: reward {logs['reward']:.3f} "
-                f"(std {logs.get('reward_std', math.nan):.3f}), KL {logs.get('kl', math.nan):.4f}, "
-                f"entropy {logs.get('entropy', math.nan):.3f}, "
-                f"correct {logs.get('episodes/correct', math.nan):.2f}, "
-                f"answered {logs.get('episodes/answered', math.nan):.2f}"
-            )
-            if logs.get("kl", 0.0) > config.kl_budget:
-                stop_reason["reason"] = f"KL {logs['kl']:.4f} passed the budget {config.kl_budget}"
-                log(f"stopping: {stop_reason['reason']}")
-                control.should_training_stop = True
-            elif config.max_minutes is not None and (
-                time.monotonic() - started > config.max_minutes * 60
-            ):
-                stop_reason["reason"] = f"the time budget of {config.max_minutes:g} minutes"
-                log(f"stopping: {stop_reason['reason']}")
-                control.should_training_stop = True
-
-    group = config.episodes_per_question
-    work = Path(tempfile.mkdtemp(prefix="webgpt-rl-"))
-    arguments = GRPOConfig(
-        output_dir=str(work),
-        max_steps=config.steps,
-        per_device_train_batch_size=config.questions_per_step * group,
-        gradient_accumulation_steps=1,
-        num_generations=group,
-        num_iterations=1,  # one epoch per batch of rollouts, as WebGPT
-        beta=config.beta,
-        temperature=config.temperature,  # log-probs of what was sampled at this temperature
-        learning_rate=config.learning_rate,
-        lr_scheduler_type="constant",
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        seed=config.seed,
-        disable_tqdm=True,
-        use_vllm=False,
-        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
-        dataloader_num_workers=0,
-        dataloader_pin_memory=False,
-    )
+    dev = None
     try:
+        if dev_questions:
+            dev = EpisodeRollouts(
+                _dev_config(config),
+                dev_questions,
+                lambda: offline_web(config.store),
+                scorer.score_texts,
+                tokenizer,
+                SegmentTable(),
+            )
+        if resume_from is not None:
+            restore_rollout_state(rollouts, resume_from, config.process_index)
+            log(f"resuming from {resume_from}")
+        evaluation = (
+            DevEvaluation(dev, [q.question for q in dev_questions], config.dev_steps, tokenizer)
+            if dev is not None
+            else None
+        )
+        steps = StepLog(config, log)
         with warnings.catch_warnings():
             # rollout_func is experimental in TRL: the version is pinned (pyproject) and tested
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
             trainer = trainer_class(
                 model=model,
                 reward_funcs=[_episode_reward],
-                args=arguments,
+                args=copy.copy(config),
                 train_dataset=Dataset.from_list([{"prompt": q.question} for q in unique]),
                 processing_class=tokenizer,
                 peft_config=LoraConfig(
@@ -158,18 +146,36 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
                     task_type="CAUSAL_LM",
                 ),
                 rollout_func=rollouts,
-                callbacks=[_Log()],
+                callbacks=[
+                    steps,
+                    RolloutStateCallback(rollouts),
+                    *([evaluation] if evaluation is not None else []),
+                    *callbacks,
+                ],
             )
         trainer.segments = segments
+        if evaluation is not None:
+            evaluation.trainer = trainer
         before = _trainable_snapshot(trainer.model)
-        trainer.train()
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     finally:
         rollouts.close()
+        if dev is not None:
+            dev.close()
     changed = any(
         not torch.equal(before[name], value.detach().cpu())
         for name, value in trainer.model.named_parameters()
         if name in before
     )
+    # the whole run's, a resumed one's included (the Trainer keeps it in its checkpoints)
+    history = [
+        {k: float(v) for k, v in entry.items() if isinstance(v, int | float)}
+        | {"step": int(entry["step"])}
+        for entry in trainer.state.log_history
+        if "reward" in entry or "dev/reward" in entry
+    ]
+    training = [entry for entry in history if "reward" in entry]
+    evaluated = [entry for entry in history if "dev/reward" in entry]
     stats = rollouts.stats
     metrics: dict[str, Any] = {
         "trained": True,
@@ -179,7 +185,8 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
         "questions_sha256": hashlib.sha256(config.questions.read_bytes()).hexdigest(),
         "questions": len(unique),
         "steps": trainer.state.global_step,
-        "stop_reason": stop_reason["reason"],
+        "resumed_from_step": _step_of(resume_from) if resume_from else None,
+        "stop_reason": steps.stop_reason,
         "episodes": stats.episodes,
         "answer_only_episodes": stats.answer_only,
         "answer_only_fallbacks": stats.answer_only_fallbacks,
@@ -189,41 +196,148 @@ def train_rl(config: RLTrainConfig, log: Callable[[str], None] = print) -> RLRes
         "truncated_episodes": stats.truncated,
         "tokens": stats.tokens,
         "policy_tokens": stats.policy_tokens,
-        "first": _summary(history[:1]),
-        "last": _summary(history[-1:]),
+        "first": _summary(training[:1]),
+        "last": _summary(training[-1:]),
+        "dev_last": {k: v for k, v in evaluated[-1].items() if k.startswith("dev/")}
+        if evaluated
+        else None,
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-        "config": {f.name: jsonable(getattr(config, f.name)) for f in fields(config)},
+        "config": config.to_dict(),
     }
-    checkpoint = publish_policy(
-        config, trainer.model, tokenizer, base_model, metrics, history, work
-    )
+    checkpoint = publish_policy(config, trainer.model, tokenizer, base_model, metrics, history)
+    discard_checkpoints(work)
     log(f"published {checkpoint}")
     return RLResult(checkpoint, metrics, history, changed)
+
+
+class StepLog(TrainerCallback):
+    """Prints each step's figures (and a dev evaluation's), and stops training once the
+    mean KL passes `kl_budget` or `max_minutes` of this process have passed."""
+
+    def __init__(self, config: RLConfig, log: Callable[[str], None]) -> None:
+        self.config, self.log = config, log
+        self.started = time.monotonic()
+        self.stop_reason = "steps"
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
+        if logs and "dev/reward" in logs:
+            self.log(
+                f"step {state.global_step}: dev reward {logs['dev/reward']:.3f}, "
+                f"correct {logs['dev/correct']:.2f}, answered {logs['dev/answered']:.2f}"
+            )
+        if not logs or "reward" not in logs:
+            return
+        self.log(
+            f"step {state.global_step}/{state.max_steps}: reward {logs['reward']:.3f} "
+            f"(std {logs.get('reward_std', math.nan):.3f}), KL {logs.get('kl', math.nan):.4f}, "
+            f"entropy {logs.get('entropy', math.nan):.3f}, "
+            f"correct {logs.get('episodes/correct', math.nan):.2f}, "
+            f"answered {logs.get('episodes/answered', math.nan):.2f}"
+        )
+        budget, minutes = self.config.kl_budget, self.config.max_minutes
+        if logs.get("kl", 0.0) > budget:
+            self.stop_reason = f"KL {logs['kl']:.4f} passed the budget {budget}"
+        elif minutes is not None and time.monotonic() - self.started > minutes * 60:
+            self.stop_reason = f"the time budget of {minutes:g} minutes"
+        else:
+            return
+        self.log(f"stopping: {self.stop_reason}")
+        control.should_training_stop = True
+
+
+def _dev_config(config: RLConfig) -> RLConfig:
+    """The dev evaluation's episodes: whole episodes, greedy, at the most actions, written
+    nowhere (as `webgpt eval` measures a policy)."""
+    dev = copy.copy(config)
+    dev.answer_only_share, dev.comparisons_out = 0.0, None
+    dev.temperature, dev.min_actions = 0.0, config.max_actions
+    return dev
+
+
+ROLLOUT_STATE = "rollouts-{process}.json"
+
+
+def save_rollout_state(rollouts: EpisodeRollouts, folder: Path, process: int) -> None:
+    """The rollout sampler's state into a checkpoint folder: its random draws (answer-only
+    groups, action limits, swaps) and its counts, which the Trainer does not save."""
+    version, internal, gauss = rollouts.rng.getstate()
+    state = {"rng": [version, list(internal), gauss], "stats": asdict(rollouts.stats)}
+    (folder / ROLLOUT_STATE.format(process=process)).write_text(json.dumps(state))
+
+
+def restore_rollout_state(rollouts: EpisodeRollouts, folder: Path, process: int) -> None:
+    """What save_rollout_state saved, back into a new sampler."""
+    path = folder / ROLLOUT_STATE.format(process=process)
+    if not path.is_file():
+        raise ConfigurationError(
+            f"{folder} has no {path.name}: it was cut short while saving (or is not a "
+            "checkpoint of `webgpt train rl`); delete it to resume from the one before"
+        )
+    state = json.loads(path.read_text())
+    version, internal, gauss = state["rng"]
+    rollouts.rng.setstate((version, tuple(internal), gauss))
+    rollouts.stats = type(rollouts.stats)(**state["stats"])
+
+
+class RolloutStateCallback(TrainerCallback):
+    """Saves the rollout sampler's state beside each checkpoint the Trainer writes (its
+    optimizer, schedule and torch/Python/NumPy RNGs are the Trainer's own to restore)."""
+
+    def __init__(self, rollouts: EpisodeRollouts) -> None:
+        self.rollouts = rollouts
+
+    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        folder = Path(args.output_dir) / f"{CHECKPOINT_PREFIX}{state.global_step}"
+        save_rollout_state(self.rollouts, folder, args.process_index)
+
+
+class DevEvaluation(TrainerCallback):
+    """Every `every` steps, one greedy episode on each dev question: the mean reward and
+    the shares answered and right join that step's log (dev/reward, dev/answered,
+    dev/correct), as the rollouts' own episode figures do. It samples under a forked
+    torch RNG, so training draws what it would have drawn without it."""
+
+    def __init__(
+        self, rollouts: EpisodeRollouts, prompts: list[str], every: int, tokenizer: Any
+    ) -> None:
+        self.rollouts, self.prompts, self.every, self.tokenizer = (
+            rollouts,
+            prompts,
+            every,
+            tokenizer,
+        )
+        self.trainer: Any = None
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if state.global_step % self.every:
+            return
+        import torch
+
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        policy = TransformersPolicy(model, self.tokenizer, name="rl-dev")
+        was_training = model.training
+        model.eval()
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+        try:
+            with torch.random.fork_rng(devices=devices):
+                batch = self.rollouts.loop.run_until_complete(
+                    self.rollouts.sample(self.prompts, policy)
+                )
+        finally:
+            model.train(was_training)
+        figures = {
+            "dev/reward": sum(r.reward for r in batch) / len(batch),
+            "dev/answered": sum(r.answered for r in batch) / len(batch),
+            "dev/correct": sum(r.correct for r in batch) / len(batch),
+        }
+        for name, value in figures.items():  # merged into this step's log by GRPOTrainer
+            self.trainer._metrics["train"][name].append(value)
 
 
 def _episode_reward(completions: list[Any], episode_reward: list[float], **_: Any) -> list[float]:
     """The reward model's score of the episode's answer, computed during the rollout
     (WebGPT rewards only the final answer)."""
     return list(episode_reward)
-
-
-def _check(config: RLTrainConfig) -> None:
-    if config.episodes_per_question < 2:
-        raise ConfigurationError("--episodes-per-question must be at least 2 (a group)")
-    if config.beta <= 0:
-        raise ConfigurationError("--beta must be above 0: the KL penalty keeps the policy near BC")
-    if not 1 <= config.min_actions <= config.max_actions:
-        raise ConfigurationError("--min-actions must be between 1 and --max-actions")
-    if not 0 <= config.answer_only_share <= 1:
-        raise ConfigurationError("--answer-only-share must be between 0 and 1")
-    if config.unquoted not in ("episodes", "swap"):
-        raise ConfigurationError("--unquoted must be 'episodes' or 'swap'")
-    if config.steps < 1 or config.questions_per_step < 1:
-        raise ConfigurationError("--steps and --questions-per-step must be at least 1")
-    if config.max_minutes is not None and config.max_minutes <= 0:
-        raise ConfigurationError("--max-minutes must be above 0")
-    if config.comparisons_out is not None and config.comparisons_out.is_dir():
-        raise ConfigurationError(f"--comparisons-out {config.comparisons_out} is a folder")
 
 
 def _trainable_snapshot(model: Any) -> dict[str, Any]:
@@ -233,3 +347,7 @@ def _trainable_snapshot(model: Any) -> dict[str, Any]:
 def _summary(entries: list[dict[str, float]]) -> dict[str, float]:
     keys = ("reward", "reward_std", "kl", "entropy", "episodes/correct", "episodes/answered")
     return {k: entries[0][k] for k in keys if entries and k in entries[0]}
+
+
+def _step_of(checkpoint: Path) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[1])

@@ -39,6 +39,7 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, offline_web
 from webgpt.evals.questions import Question, contains_gold, load_questions
 from webgpt.learning.rl.packing import PackedEpisode, pack_within
+from webgpt.learning.rl.reward import EpisodeAnswer, RewardRule, RewardSource, episode_rewards
 from webgpt.learning.rl.rollouts import recorded_episode
 
 AGENT_NAME = "webgpt_browse"  # the name the agent loop is registered under in verl
@@ -48,6 +49,7 @@ class TokenOutput(Protocol):
     """What verl's server manager returns (verl.workers.rollout.replica.TokenOutput)."""
 
     token_ids: list[int]
+    log_probs: list[float] | None  # with sampling_params["logprobs"] (calculate_log_probs)
 
 
 class ServerManager(Protocol):
@@ -69,12 +71,16 @@ class ServerManagerPolicy:
     tokenizer: Any
     request_id: str
     name: str = "verl"
+    # the agent loop's sampling parameters from verl (top_p, top_k, logprobs, ...); each
+    # call's temperature, budget and stop strings are set over them
+    loop_sampling: dict[str, Any] = field(default_factory=dict)
 
     async def complete(self, prompt: str, sampling: Sampling) -> Completions:
         if sampling.n != 1:
             raise ValueError("verl's server manager samples one completion a request")
         prompt_ids: list[int] = self.tokenizer(prompt)["input_ids"]
         params: dict[str, Any] = {
+            **self.loop_sampling,
             "temperature": sampling.temperature,
             "max_tokens": sampling.max_tokens,
         }
@@ -83,15 +89,21 @@ class ServerManagerPolicy:
         output = await self.server_manager.generate(
             self.request_id, prompt_ids=prompt_ids, sampling_params=params
         )
-        ids = list(output.token_ids)
+        ids = tuple(output.token_ids)
         text, stopped = truncate_at_stop(
             self.tokenizer.decode(ids, skip_special_tokens=True), sampling.stop
         )
         # vLLM leaves the stop string out of the text; any end before the budget is a stop
         ended = stopped or len(ids) < sampling.max_tokens
-        return Completions(
-            [Completion(text, "stop" if ended else "length")], Usage(len(prompt_ids), len(ids))
+        log_probs = getattr(output, "log_probs", None)
+        choice = Completion(
+            text,
+            "stop" if ended else "length",
+            # token in, token out: the ids verl's server sampled are what is trained
+            token_ids=ids,
+            logprobs=tuple(log_probs) if log_probs else None,
         )
+        return Completions([choice], Usage(len(prompt_ids), len(ids)), tuple(prompt_ids))
 
     async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         result = await self.complete(prompt, sampling)
@@ -104,7 +116,8 @@ class VerlLoopConfig:
 
     min_actions: int = 6  # the action limit is drawn per episode from min..max (WebGPT)
     max_actions: int = 12
-    no_answer_reward: float = -2.0  # an episode that ends without an answer
+    # as `webgpt train rl` rewards (learning.rl.reward)
+    reward: RewardRule = field(default_factory=RewardRule)
     prompt_length: int = 2048  # verl's rollout.prompt_length
     response_length: int = 8192  # verl's rollout.response_length
 
@@ -116,6 +129,7 @@ class Trajectory:
     prompt_ids: list[int]
     response_ids: list[int]
     response_mask: list[int]
+    response_logprobs: list[float] | None  # the server's, 0.0 on prompt tokens; or none
     reward_score: float
     num_turns: int
     segment_lengths: list[int]
@@ -144,9 +158,15 @@ class BrowsingEpisodes:
         self.rng = random.Random(seed)
 
     async def run(
-        self, question: Question, server_manager: ServerManager, temperature: float
+        self, question: Question, server_manager: ServerManager, sampling_params: dict[str, Any]
     ) -> Trajectory:
-        policy = ServerManagerPolicy(server_manager, self.tokenizer, uuid.uuid4().hex)
+        """One episode sampled with verl's sampling parameters for the loop (temperature,
+        top_p, top_k, logprobs), each call's budget and stop strings set over them."""
+        loop_sampling = dict(sampling_params)
+        temperature = float(loop_sampling.pop("temperature", 1.0))
+        policy = ServerManagerPolicy(
+            server_manager, self.tokenizer, uuid.uuid4().hex, loop_sampling=loop_sampling
+        )
         result, turns = await recorded_episode(
             self.web,
             policy,
@@ -156,11 +176,9 @@ class BrowsingEpisodes:
             ),
             EpisodeConfig(temperature=temperature, guided=False),
         )
-        answered = bool(result.answer and result.answer_prompt)
-        if answered:
-            (reward,) = await self.score([(result.answer_prompt or "") + (result.answer or "")])
-        else:
-            reward = self.config.no_answer_reward
+        answer = EpisodeAnswer.of(result)
+        (reward,) = await episode_rewards(question, [answer], self.config.reward, self.score)
+        answered = answer.answered
         packed, kept = pack_within(self.tokenizer, turns, self._fits)
         if not self._fits(packed):
             raise ConfigurationError(
@@ -171,6 +189,7 @@ class BrowsingEpisodes:
             prompt_ids=packed.prompt_ids,
             response_ids=packed.completion_ids,
             response_mask=packed.env_mask,
+            response_logprobs=packed.logprobs,
             reward_score=reward,
             num_turns=2 * kept,
             segment_lengths=packed.segment_lengths,
@@ -303,7 +322,10 @@ def agent_loop_class(base: type, output: type, metrics: type) -> type:
             store: str | None = None,
             min_actions: int = VerlLoopConfig.min_actions,
             max_actions: int = VerlLoopConfig.max_actions,
-            no_answer_reward: float = VerlLoopConfig.no_answer_reward,
+            reward_source: RewardSource = RewardRule.source,
+            no_answer_reward: float = RewardRule.no_answer,
+            declined_answerable_reward: float = RewardRule.declined_answerable,
+            action_cost: float = RewardRule.action_cost,
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
@@ -311,7 +333,9 @@ def agent_loop_class(base: type, output: type, metrics: type) -> type:
             config = VerlLoopConfig(
                 min_actions=min_actions,
                 max_actions=max_actions,
-                no_answer_reward=no_answer_reward,
+                reward=RewardRule(
+                    reward_source, no_answer_reward, declined_answerable_reward, action_cost
+                ),
                 prompt_length=rollout.prompt_length,
                 response_length=rollout.response_length,
             )
@@ -322,14 +346,13 @@ def agent_loop_class(base: type, output: type, metrics: type) -> type:
 
         async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
             trajectory = await self.episodes.run(
-                question_of(kwargs),
-                self.server_manager,
-                temperature=float(sampling_params.get("temperature", 1.0)),
+                question_of(kwargs), self.server_manager, sampling_params
             )
             return output(
                 prompt_ids=trajectory.prompt_ids,
                 response_ids=trajectory.response_ids,
                 response_mask=trajectory.response_mask,
+                response_logprobs=trajectory.response_logprobs,
                 reward_score=trajectory.reward_score,
                 num_turns=trajectory.num_turns,
                 metrics=metrics(),

@@ -9,6 +9,7 @@ import json
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -35,6 +36,18 @@ class Script:
     hold_model: str | None = None
     released: threading.Event = field(default_factory=threading.Event)
     garbage_models: set[str] = field(default_factory=set)
+    # vLLM's return_token_ids: with a tokenizer, each choice's sampled ids (its text and
+    # the request's first stop string, which vLLM's ids include) and the prompt's; none
+    # without one (a server lacking the extension). `one_token_per_character` samples each
+    # character as a token of its own: ids the text, encoded again, does not give back.
+    tokenizer: Any = None
+    one_token_per_character: bool = False
+    sampled_logprob: float = -0.5  # every sampled token's log-prob, when asked
+
+    def sampled_ids(self, text: str) -> list[int]:
+        if not self.one_token_per_character:
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return [i for c in text for i in self.tokenizer(c, add_special_tokens=False)["input_ids"]]
 
     def next_command(self, prompt: str) -> str:
         if self.commands:
@@ -118,15 +131,24 @@ def fake_policy_app(script: Script) -> Starlette:
         if fault == "garbage" or model in script.garbage_models:
             texts = ["I would like to look around please"] * len(texts)
         if not body.get("stream"):
+            choices = [
+                {"index": i, "text": t, "finish_reason": "stop", "logprobs": None}
+                for i, t in enumerate(texts)
+            ]
+            if body.get("return_token_ids") and script.tokenizer is not None:
+                stop = (body.get("stop") or [""])[0]
+                for choice in choices:
+                    ids = script.sampled_ids(choice["text"] + stop)
+                    choice["token_ids"] = ids
+                    choice["prompt_token_ids"] = script.tokenizer(prompt)["input_ids"]
+                    if body.get("logprobs") is not None:
+                        choice["logprobs"] = {"token_logprobs": [script.sampled_logprob] * len(ids)}
             return JSONResponse(
                 {
                     "id": "cmpl-1",
                     "object": "text_completion",
                     "model": script.model,
-                    "choices": [
-                        {"index": i, "text": t, "finish_reason": "stop", "logprobs": None}
-                        for i, t in enumerate(texts)
-                    ],
+                    "choices": choices,
                     "usage": _usage(prompt, " ".join(texts)),
                 }
             )

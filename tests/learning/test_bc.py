@@ -7,17 +7,21 @@ import math
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from transformers import TrainerCallback
 
 from tests.learning.test_demonstrations import scripted_demos
-from webgpt.agent.errors import DataError
+from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.browser.web import Web
 from webgpt.infra.checkpoints import load_manifest
-from webgpt.infra.errors import CheckpointError
+from webgpt.infra.errors import CheckpointError, OptionsError
+from webgpt.infra.trainer_options import parse_config
 from webgpt.learning.bc import (
+    BCConfig,
     BCResult,
-    BCTrainConfig,
+    collator,
     examples_of,
     tokenize_example,
     train_bc,
@@ -69,14 +73,14 @@ async def test_a_tiny_policy_learns_to_write_commands(learning_web: Web, tmp_pat
     before = load_file(base / "model.safetensors")
 
     result = train_bc(
-        BCTrainConfig(
+        BCConfig(
             demonstrations=[demo_file],
             base=base,
             out=tmp_path / "registry",
             version="bc-test",
-            epochs=10,
+            num_train_epochs=10,
             learning_rate=4e-3,
-            batch_size=4,
+            per_device_train_batch_size=4,
             validation_fraction=0.25,
             patience=50,
             lora_rank=0,
@@ -95,7 +99,7 @@ async def test_a_tiny_policy_learns_to_write_commands(learning_web: Web, tmp_pat
     assert manifest.kind == "policy" and manifest.version == "bc-test"
     assert manifest.metrics["demonstrations_by_source"] == {"scripted": len(demos)}
     assert len(manifest.metrics["data_sha256"]) == 64
-    assert manifest.metrics["config"]["epochs"] == 10
+    assert manifest.metrics["config"]["num_train_epochs"] == 10
     assert json.loads((result.checkpoint / "train_config.json").read_text())["lora_rank"] == 0
     after = load_file(result.checkpoint / "model.safetensors")
     assert any(not torch.equal(before[name], after[name]) for name in before)
@@ -109,11 +113,11 @@ async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path)
     texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
     base = build_tiny_policy(tmp_path / "base", texts)
     result = train_bc(
-        BCTrainConfig(
+        BCConfig(
             demonstrations=[demo_file],
             base=base,
             out=tmp_path / "registry",
-            epochs=1,
+            num_train_epochs=1,
             lora_rank=4,
             lora_layers=1,
             validation_fraction=0.0,
@@ -142,14 +146,14 @@ async def test_training_continues_an_adapter_from_its_weights(
     base = build_tiny_policy(tmp_path / "base", texts)
 
     def train(version: str, **options: object) -> BCResult:
-        config = BCTrainConfig(
+        config = BCConfig(
             demonstrations=[demo_file],
             base=base,
             base_version="tiny",
             out=tmp_path / "registry",
             version=version,
-            epochs=1,
-            batch_size=1,
+            num_train_epochs=1,
+            per_device_train_batch_size=1,
             learning_rate=1e-2,
             validation_fraction=0.0,
             validity_prompts=0,
@@ -173,7 +177,7 @@ async def test_training_continues_an_adapter_from_its_weights(
         ("other", first.checkpoint, "trained on 'tiny', not on the base 'other'"),
         ("tiny", base, "has no readable manifest"),  # a model folder, not a checkpoint
     ]:
-        bad = BCTrainConfig(
+        bad = BCConfig(
             demonstrations=[demo_file],
             base=base,
             base_version=base_version,
@@ -197,7 +201,7 @@ async def test_demonstrations_without_a_split_are_trained_on_only_when_asked(
     write_demonstrations(
         demo_file, [d.model_copy(update={"split": s}) for d, s in zip(demos, splits, strict=True)]
     )
-    config = BCTrainConfig(demonstrations=[demo_file], base=tmp_path / "base", out=tmp_path)
+    config = BCConfig(demonstrations=[demo_file], base=tmp_path / "base", out=tmp_path)
 
     logged: list[str] = []
     used, report = training_demonstrations(config, logged.append)
@@ -224,7 +228,7 @@ async def test_nothing_to_train_on_says_to_tag_or_include_the_untagged(
         demo_file,
         [demos[0].model_copy(update={"split": None}), demos[1].model_copy(update={"split": "dev"})],
     )
-    config = BCTrainConfig(demonstrations=[demo_file], base=tmp_path / "base", out=tmp_path)
+    config = BCConfig(demonstrations=[demo_file], base=tmp_path / "base", out=tmp_path)
     advice = 'no training demonstrations (split train); 1 have no split: tag them with "split"'
     with pytest.raises(DataError, match=re.escape(advice + ': "train" or pass --include-untagged')):
         train_bc(config, log=lambda _: None)
@@ -248,16 +252,185 @@ async def test_a_demonstration_recorded_with_a_split_is_trained_on(
         assert (
             await browse(args, io.StringIO("Search Mona Lisa\nEnd: Nonsense\n"), io.StringIO()) == 0
         )
-    config = BCTrainConfig(demonstrations=[records], base=tmp_path / "base", out=tmp_path)
+    config = BCConfig(demonstrations=[records], base=tmp_path / "base", out=tmp_path)
     [demo], report = training_demonstrations(config, lambda _: None)
     assert demo.split == "train" and demo.source == "person"
     assert report.other_splits == {"untagged": 1}
 
 
+def bc_config(*options: str) -> BCConfig:
+    """`webgpt train bc OPTIONS` as the command reads them."""
+    args = build_parser().parse_args(["train", "bc", *options])
+    return parse_config(BCConfig, args.options, "webgpt train bc")
+
+
+REQUIRED = ["--demonstrations", "d.jsonl", "--base", "b", "--out", "o"]
+
+
 def test_include_untagged_is_an_option_of_train_bc() -> None:
-    required = ["train", "bc", "--demonstrations", "d.jsonl", "--base", "b", "--out", "o"]
-    assert build_parser().parse_args(required).include_untagged is False
-    assert build_parser().parse_args([*required, "--include-untagged"]).include_untagged is True
+    assert bc_config(*REQUIRED).include_untagged is False
+    assert bc_config(*REQUIRED, "--include-untagged").include_untagged is True
+
+
+def test_train_bc_keeps_its_option_names_and_reaches_every_trainer_option() -> None:
+    config = bc_config(
+        "--demonstrations", "a.jsonl", "b.jsonl", "--demonstrations", "c.jsonl",
+        "--base", "b", "--out", "o", "--version", "bc-7", "--epochs", "2", "--batch-size", "8",
+        "--learning-rate", "1e-3", "--gradient_accumulation_steps", "2", "--report-to",
+        "tensorboard", "--save-steps", "50",
+    )  # fmt: skip
+    assert config.demonstrations == [Path("a.jsonl"), Path("b.jsonl"), Path("c.jsonl")]
+    assert (config.num_train_epochs, config.per_device_train_batch_size) == (2, 8)
+    assert config.per_device_eval_batch_size == 8  # follows --batch-size
+    assert (config.learning_rate, config.gradient_accumulation_steps) == (1e-3, 2)
+    assert config.report_to == ["tensorboard"]
+    # checkpoints every 50 steps, and the evaluation that keeps the best weights with them
+    assert (config.save_strategy, config.save_steps) == ("steps", 50)
+    assert (config.eval_strategy, config.eval_steps) == ("steps", 50)
+    assert config.output_dir == str(Path("o") / "bc-7.work")  # the documented work folder
+    defaults = bc_config(*REQUIRED)
+    assert (defaults.save_strategy, defaults.eval_strategy) == ("epoch", "epoch")
+    assert defaults.report_to == [] and defaults.seed == 0 and not defaults.resume
+    evaluated = bc_config(*REQUIRED, "--eval-steps", "20")
+    assert (evaluated.eval_strategy, evaluated.save_strategy, evaluated.save_steps) == (
+        "steps", "steps", 20,
+    )  # fmt: skip
+
+
+def test_train_bc_reads_a_config_file_that_flags_override(tmp_path: Path) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "demonstrations: [a.jsonl, b.jsonl]\n"
+        "base: ~/models/base\n"
+        "out: registry\n"
+        "epochs: 2\n"  # the option's name
+        "batch-size: 16\n"
+        "learning_rate: 3e-4\n"  # YAML reads this as a string: the option's type parses it
+        "lora_rank: 0\n"
+        "output_dir: work\n"
+    )
+    config = bc_config("--config", str(run))
+    assert config.demonstrations == [Path("a.jsonl"), Path("b.jsonl")]
+    assert config.base == Path("~/models/base").expanduser()
+    assert (config.num_train_epochs, config.per_device_train_batch_size) == (2, 16)
+    assert (config.learning_rate, config.lora_rank, config.output_dir) == (3e-4, 0, "work")
+
+    flagged = bc_config(
+        f"--config={run}", "--epochs", "5", "--demonstrations", "c.jsonl", "--lora-rank", "4"
+    )
+    assert flagged.num_train_epochs == 5 and flagged.lora_rank == 4
+    assert flagged.demonstrations == [Path("c.jsonl")]  # a flag replaces the file's list
+    assert flagged.per_device_train_batch_size == 16  # the rest is still the file's
+
+    run.write_text(run.read_text() + "lora_rnak: 3\n")
+    with pytest.raises(OptionsError, match="lora_rnak"):
+        bc_config("--config", str(run))
+    with pytest.raises(OptionsError, match="No such file"):
+        bc_config("--config", str(tmp_path / "missing.yaml"))
+
+
+def test_the_collator_pads_ids_and_labels_on_the_right(tmp_path: Path) -> None:
+    """transformers' DataCollatorForSeq2Seq pads as the collator it replaced did: ids with
+    the pad token and labels with -100 after the row, the mask 1 on the real tokens; even
+    when the base's tokenizer pads on the left (for generation)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_policy(tmp_path, ["a b c d e f"]))
+    tokenizer.padding_side = "left"
+    pad = tokenizer.pad_token_id
+    rows = [
+        {"input_ids": [5, 6, 7, 8], "labels": [-100, -100, 7, 8]},
+        {"input_ids": [9, 10], "labels": [-100, 10]},
+    ]
+    batch = collator(tokenizer)(rows)
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8], [9, 10, pad, pad]]
+    assert batch["labels"].tolist() == [[-100, -100, 7, 8], [-100, 10, -100, -100]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
+    assert {str(batch[k].dtype) for k in ("input_ids", "labels", "attention_mask")} == {
+        "torch.int64"
+    }
+
+
+class Killed(Exception):
+    """Stands for the end of a process (a kill, a lost machine) in the middle of a run."""
+
+
+class KillAt(TrainerCallback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if state.global_step == self.step:
+            raise Killed(f"killed at step {self.step}")
+
+
+class FinalWeights(TrainerCallback):
+    """The trained fp32 weights as training ends (the published checkpoint is bf16)."""
+
+    def __init__(self) -> None:
+        self.weights: dict[str, Any] = {}
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        parameters = kwargs["model"].named_parameters()
+        self.weights = {name: p.detach().clone() for name, p in parameters}
+
+
+async def test_a_killed_run_resumed_ends_with_the_weights_of_an_uninterrupted_run(
+    learning_web: Web, tmp_path: Path
+) -> None:
+    import torch
+
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos[:4])
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    base = build_tiny_policy(tmp_path / "base", texts)
+    registry = tmp_path / "registry"
+
+    def config(version: str, *more: str) -> BCConfig:
+        return bc_config(
+            "--demonstrations", str(demo_file), "--base", str(base), "--out", str(registry),
+            "--version", version, "--epochs", "2", "--batch-size", "2", "--learning-rate",
+            "4e-3", "--lora-rank", "0", "--validation-fraction", "0.25", "--patience", "50",
+            "--validity-prompts", "0", "--logging-steps", "1", "--save-steps", "4", *more,
+        )  # fmt: skip
+
+    straight = FinalWeights()
+    whole = train_bc(config("bc-straight"), log=lambda _: None, callbacks=[straight])
+    steps = whole.manifest_metrics["steps"]
+    assert steps > 12  # the kill below falls in the second epoch, after checkpoint 12
+
+    with pytest.raises(Killed):
+        train_bc(config("bc-resumed"), log=lambda _: None, callbacks=[KillAt(14)])
+    work = registry / "bc-resumed.work"
+    assert (work / "checkpoint-12").is_dir() and not (registry / "bc-resumed").exists()
+    with pytest.raises(ConfigurationError, match="checkpoints of an earlier run"):
+        train_bc(config("bc-resumed"), log=lambda _: None)  # a new run would mix with it
+    resumed = FinalWeights()
+    lines: list[str] = []
+    resuming = config("bc-resumed", "--resume", "--report-to", "tensorboard")
+    result = train_bc(resuming, log=lines.append, callbacks=[resumed])
+
+    assert any(line.endswith("checkpoint-12") for line in lines)
+    assert result.manifest_metrics["resumed_from_step"] == 12
+    assert result.manifest_metrics["steps"] == steps
+    # The same batches in the same order from the same weights, optimizer moments, schedule
+    # and RNG: on a CPU in float32 the resumed run repeats the uninterrupted one operation
+    # for operation. Measured (torch 2.13, transformers 5.19): every step loss, validation
+    # loss and weight bit-identical, the largest difference 0.0. The 1e-6 bound only leaves
+    # room for float32 rounding in another kernel; an Adam step here moves a weight by up
+    # to the learning rate (4e-3 at its peak).
+    assert result.step_losses == pytest.approx(whole.step_losses, abs=1e-6)
+    assert len(result.step_losses) == steps
+    evaluations = result.manifest_metrics["evaluations"]  # every 4 steps, with the checkpoints
+    assert [e["step"] for e in evaluations] == list(range(4, steps + 1, 4))
+    for first, again in zip(whole.manifest_metrics["evaluations"], evaluations, strict=True):
+        assert again["validation_loss"] == pytest.approx(first["validation_loss"], abs=1e-6)
+    assert straight.weights.keys() == resumed.weights.keys()
+    for name, weight in straight.weights.items():
+        assert torch.allclose(resumed.weights[name], weight, rtol=0, atol=1e-6), name
+    assert not list(work.glob("checkpoint-*"))  # published: the checkpoints are gone
+    assert list(work.glob("runs/*/events.out.tfevents.*"))  # the logs stay
 
 
 async def test_loss_is_on_the_completion_only(learning_web: Web, tmp_path: Path) -> None:
@@ -292,10 +465,10 @@ async def test_an_adapter_is_merged_into_its_registry_base_for_serving(
     write_demonstrations(demo_file, demos[:2])
     texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
     base = build_tiny_policy(tmp_path / "base", texts)
-    config = BCTrainConfig(
+    config = BCConfig(
         demonstrations=[demo_file], base=base, base_version="tiny", out=tmp_path / "registry",
-        version="bc-1", epochs=1, batch_size=1, learning_rate=1e-2, lora_rank=4,
-        validation_fraction=0.0, validity_prompts=0,
+        version="bc-1", num_train_epochs=1, per_device_train_batch_size=1, learning_rate=1e-2,
+        lora_rank=4, validation_fraction=0.0, validity_prompts=0,
     )  # fmt: skip
     adapter = train_bc(config, log=lambda _: None).checkpoint
     with pytest.raises(ModelError, match="not in the registry"):

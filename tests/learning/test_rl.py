@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.fake_policy import Script, fake_policy_app
-from tests.learning.test_bc import build_tiny_policy
+from tests.learning.test_bc import KillAt, Killed, build_tiny_policy
 from tests.learning.test_comparisons import MONA, QUESTION
 from tests.learning.test_demonstrations import scripted_demos
 from tests.learning.test_record import webgpt
@@ -21,13 +21,17 @@ from webgpt.agent.prompts import browsing_prompt
 from webgpt.browser.web import Web, WebOptions
 from webgpt.evals.questions import Question
 from webgpt.infra.checkpoints import load_manifest
-from webgpt.learning.bc import BCTrainConfig, examples_of, train_bc
+from webgpt.infra.errors import OptionsError
+from webgpt.infra.trainer_options import parse_config
+from webgpt.learning.bc import BCConfig, examples_of, train_bc
 from webgpt.learning.demonstrations import Demonstration, write_demonstrations
-from webgpt.learning.rl.config import RLTrainConfig
+from webgpt.learning.rl.config import RLConfig
 from webgpt.learning.rl.packing import SegmentTable, Turn, pack_episode, packed_positions_hook
+from webgpt.learning.rl.reward import RewardRule
 from webgpt.learning.rl.rollouts import EpisodeRollouts
-from webgpt.learning.rl.trainer import train_rl
+from webgpt.learning.rl.trainer import restore_rollout_state, save_rollout_state, train_rl
 from webgpt.reward.data import load_comparisons
+from webgpt.service.cli import build_parser, main
 
 TURNS = [
     Turn(browsing_prompt("Question: who painted it?\n♦Next action"), "Search Mona Lisa\n"),
@@ -140,19 +144,19 @@ def test_a_row_the_rollouts_did_not_produce_is_refused(tiny_tokenizer_folder: Pa
 def test_bad_settings_are_refused_before_loading_anything(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
-    config = RLTrainConfig(
-        policy=tmp_path / "missing",
-        reward_model=tmp_path / "missing-rm",
-        questions=tmp_path / "missing.jsonl",
-        out=tmp_path / "registry",
-        **change,  # type: ignore[arg-type]
-    )
-    with pytest.raises(ConfigurationError, match=message):
+    with pytest.raises(ConfigurationError, match=message):  # most when the config is made
+        config = RLConfig(
+            policy=tmp_path / "missing",
+            reward_model=tmp_path / "missing-rm",
+            questions=tmp_path / "missing.jsonl",
+            out=tmp_path / "registry",
+            **change,  # type: ignore[arg-type]
+        )
         train_rl(config, log=lambda _: None)
 
 
 def rollouts_for(
-    config: RLTrainConfig,
+    config: RLConfig,
     tokenizer_folder: Path,
     reward_checkpoint: Path,
     questions: Sequence[Question] = (QUESTION,),
@@ -199,12 +203,13 @@ def test_rollouts_are_real_episodes_packed_with_the_policy_tokens_unmasked(
 ) -> None:
     from webgpt.reward.scorer import RewardScorer
 
-    config = RLTrainConfig(
+    config = RLConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         answer_only_share=0.0, min_actions=10, max_actions=10, store=learning_store,
     )  # fmt: skip
     rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
     script = Script(
+        tokenizer=rollouts.tokenizer,  # the sampled token ids RL trains
         oracle_quote=MONA,  # search, open the first result, quote it, end
         answers=["Leonardo da Vinci painted it [1].", "Raphael painted it [1]."],
         default_command="Scrolled down 1",  # the third episode never quotes
@@ -251,14 +256,14 @@ def test_rollouts_are_real_episodes_packed_with_the_policy_tokens_unmasked(
 def test_answer_only_groups_answer_from_one_episode_s_quotes(
     learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
 ) -> None:
-    config = RLTrainConfig(
+    config = RLConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         answer_only_share=1.0, store=learning_store,
         comparisons_out=tmp_path / "data" / "rl-comparisons.jsonl",
     )  # fmt: skip
     rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
     answers = ["Browsing answer [1].", "Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
-    script = Script(oracle_quote=MONA, answers=list(answers))
+    script = Script(oracle_quote=MONA, answers=list(answers), tokenizer=rollouts.tokenizer)
     with serve(fake_policy_app(script)) as base:
         policy = Concurrency(OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01))
         try:
@@ -301,13 +306,18 @@ def test_answer_only_groups_answer_from_one_episode_s_quotes(
 def test_answer_only_groups_browse_again_when_an_episode_kept_no_quotes(
     learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
 ) -> None:
-    config = RLTrainConfig(
+    config = RLConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         answer_only_share=1.0, store=learning_store,
     )  # fmt: skip
     rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
     # the first browsing episode gives up at once; the second quotes and answers
-    script = Script(commands=["End: Nonsense"], oracle_quote=MONA, answers=["Browsed [1]."])
+    script = Script(
+        commands=["End: Nonsense"],
+        oracle_quote=MONA,
+        answers=["Browsed [1]."],
+        tokenizer=rollouts.tokenizer,
+    )
     with serve(fake_policy_app(script)) as base:
         policy = OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01)
         try:
@@ -341,7 +351,7 @@ SWAP_SEED = 3
 def test_answer_only_groups_swap_a_question_never_quoted_for_another(
     learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
 ) -> None:
-    config = RLTrainConfig(
+    config = RLConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         answer_only_share=1.0, unquoted="swap", min_actions=3, max_actions=3,
         store=learning_store, seed=SWAP_SEED,
@@ -352,7 +362,9 @@ def test_answer_only_groups_swap_a_question_never_quoted_for_another(
     questions = [crows, ravens, QUESTION]
     rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint, questions)
     answers = ["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
-    script = Script(oracle_quote=MONA, answers=["Browsed [1].", *answers])
+    script = Script(
+        oracle_quote=MONA, answers=["Browsed [1].", *answers], tokenizer=rollouts.tokenizer
+    )
     with serve(fake_policy_app(script)) as base:
         policy = OpenAIPolicy(f"{base}/v1", "scripted", backoff_s=0.01)
         try:
@@ -393,14 +405,14 @@ def tiny_bc(learning_store: Path, tmp_path_factory: pytest.TempPathFactory) -> t
     write_demonstrations(demo_file, demos)
     texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
     checkpoint = train_bc(
-        BCTrainConfig(
+        BCConfig(
             demonstrations=[demo_file],
             base=build_tiny_policy(folder / "base", texts),
             out=folder / "registry",
             version="bc-tiny",
-            epochs=40,
+            num_train_epochs=40,
             learning_rate=5e-3,
-            batch_size=4,
+            per_device_train_batch_size=4,
             validation_fraction=0.0,
             lora_rank=0,
             validity_prompts=0,
@@ -410,15 +422,15 @@ def tiny_bc(learning_store: Path, tmp_path_factory: pytest.TempPathFactory) -> t
     return checkpoint, demo_file
 
 
-def rl_config(tiny_bc: tuple[Path, Path], reward: Path, store: Path, out: Path) -> RLTrainConfig:
+def rl_config(tiny_bc: tuple[Path, Path], reward: Path, store: Path, out: Path) -> RLConfig:
     policy, questions = tiny_bc
-    return RLTrainConfig(
+    return RLConfig(
         policy=policy,
         reward_model=reward,
         questions=questions,  # demonstration rows carry questions and gold answers
         out=out,
         version="rl-tiny",
-        steps=4,
+        max_steps=4,
         questions_per_step=1,
         episodes_per_question=3,
         learning_rate=5e-3,
@@ -472,7 +484,7 @@ def test_rl_stops_at_the_kl_budget(
 ) -> None:
     lines: list[str] = []
     config = rl_config(tiny_bc, reward_checkpoint, learning_store, tmp_path / "registry")
-    config.steps, config.answer_only_share, config.kl_budget = 6, 1.0, 1e-9
+    config.max_steps, config.answer_only_share, config.kl_budget = 6, 1.0, 1e-9
 
     result = train_rl(config, log=lines.append)
 
@@ -487,7 +499,7 @@ def test_rl_stops_at_its_time_budget_and_keeps_the_checkpoint(
 ) -> None:
     lines: list[str] = []
     config = rl_config(tiny_bc, reward_checkpoint, learning_store, tmp_path / "registry")
-    config.steps, config.answer_only_share, config.max_minutes = 6, 1.0, 1e-6
+    config.max_steps, config.answer_only_share, config.max_minutes = 6, 1.0, 1e-6
 
     result = train_rl(config, log=lines.append)
 
@@ -508,6 +520,136 @@ def test_the_command_refuses_rl_without_a_kl_penalty(tmp_path: Path) -> None:
     assert not (tmp_path / "registry").exists()
 
 
+def rl_options(*options: str) -> RLConfig:
+    """`webgpt train rl OPTIONS` as the command reads them."""
+    args = build_parser().parse_args(["train", "rl", *options])
+    return parse_config(RLConfig, args.options, "webgpt train rl")
+
+
+def test_train_rl_reads_a_config_file_that_flags_override(tmp_path: Path) -> None:
+    from trl.trainer.grpo_config import GRPOConfig
+
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "policy: policy\nreward_model: rm\nquestions: questions.jsonl\nout: registry\n"
+        "version: rl-9\nsteps: 50\nquestions-per-step: 4\nepisodes_per_question: 3\n"
+        "learning_rate: 3e-4\nbeta: 0.1\ntemperature: 0.9\nmin_actions: 4\nmax_actions: 10\n"
+        "answer_only_share: 1.0\nunquoted: swap\nseed: 3\nsave_steps: 5\n"
+        "reward_source: outcome\naction_cost: 0.01\n"
+    )
+    config = rl_options("--config", str(run), "--beta", "0.2", "--max-tokens", "4096")
+    # the one reward definition the rollouts apply (learning.rl.reward)
+    assert config.reward_rule == RewardRule("outcome", -2.0, -1.0, 0.01)
+    with pytest.raises(ConfigurationError, match="--reward-source must be one of"):
+        rl_options("--config", str(run), "--reward-source", "vibes")
+
+    assert isinstance(config, GRPOConfig)
+    assert (config.max_steps, config.learning_rate, config.beta) == (50, 3e-4, 0.2)
+    assert (config.num_generations, config.per_device_train_batch_size) == (3, 12)  # 4 groups
+    # what the rollouts read, under the names they read
+    assert (config.temperature, config.min_actions, config.max_actions) == (0.9, 4, 10)
+    assert (config.answer_only_share, config.unquoted, config.seed) == (1.0, "swap", 3)
+    assert (config.questions_per_step, config.episodes_per_question) == (4, 3)
+    assert (config.max_tokens, config.no_answer_reward, config.version) == (4096, -2.0, "rl-9")
+    assert config.comparisons_out is None and config.store is None
+    assert (config.save_strategy, config.save_steps) == ("steps", 5)
+    assert config.output_dir == str(Path("registry") / "rl-9.work")
+    # GRPOConfig's own options are options too; the two the batch decides are not
+    assert rl_options("--config", str(run), "--epsilon", "0.3", "--steps", "7").epsilon == 0.3
+    with pytest.raises(OptionsError, match="--num_generations"):
+        rl_options("--config", str(run), "--num_generations", "5")
+    with pytest.raises(ConfigurationError, match="--beta must be above 0"):
+        rl_options("--config", str(run), "--beta", "0")
+    required = rl_options("--policy", "p", "--reward-model", "r", "--questions", "q", "--out", "o")
+    assert (required.save_strategy, required.report_to, required.bf16) == ("no", [], False)
+    assert (required.max_steps, required.learning_rate, required.lr_scheduler_type) == (
+        20, 1e-5, "constant",
+    )  # fmt: skip
+
+
+def test_train_verl_reads_its_options_and_a_config_file(tmp_path: Path) -> None:
+    from webgpt.learning.rl.verl import VerlRunConfig
+
+    run = tmp_path / "verl.yaml"
+    run.write_text("policy: p\nreward_model: r\nquestions: q\nout: verl-run\nkl_coef: 0.02\n")
+    options = ["--config", str(run), "--reward-url", "http://rm:8000/v1", "--batch-size", "32"]
+    args = build_parser().parse_args(["train", "verl", *options])
+    config = parse_config(VerlRunConfig, args.options, "webgpt train verl")
+    assert (config.policy, config.out, config.kl_coef) == (Path("p"), Path("verl-run"), 0.02)
+    assert (config.reward_url, config.batch_size, config.gpus_per_node) == (
+        "http://rm:8000/v1", 32, 8,
+    )  # fmt: skip
+
+
+def test_the_rollout_sampler_s_state_goes_into_a_checkpoint_and_back(
+    learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
+) -> None:
+    """The Trainer restores its own RNGs on resume; the sampler's draws (answer-only
+    groups, action limits) and counts are ours to save beside its checkpoint."""
+    config = RLConfig(
+        policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
+        store=learning_store,
+    )  # fmt: skip
+    first = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
+    first.rng.random()
+    first.stats.episodes, first.stats.correct, first.stats.answer_only_swaps = 12, 5, 1
+    save_rollout_state(first, tmp_path, process=0)
+    ahead = [first.rng.random() for _ in range(3)]
+    again = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
+    restore_rollout_state(again, tmp_path, process=0)
+    try:
+        assert [again.rng.random() for _ in range(3)] == ahead
+        assert again.stats == first.stats and again.stats is not first.stats
+        with pytest.raises(ConfigurationError, match="cut short while saving"):
+            restore_rollout_state(again, tmp_path, process=1)
+    finally:
+        first.close()
+        again.close()
+
+
+@pytest.mark.slow  # two RL steps and two dev episodes on 2 cores, a minute or two
+def test_a_killed_rl_run_resumes_from_its_checkpoint_with_a_config_file(
+    tiny_bc: tuple[Path, Path],
+    learning_store: Path,
+    reward_checkpoint: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    policy, demos = tiny_bc
+    questions = tmp_path / "questions.jsonl"  # the demonstrations' to train on, one of dev
+    dev = QUESTION.model_copy(update={"split": "dev"})
+    questions.write_text(demos.read_text() + dev.model_dump_json() + "\n")
+    out = tmp_path / "registry"
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        f"policy: {policy}\nreward_model: {reward_checkpoint}\nquestions: {questions}\n"
+        f"out: {out}\nstore: {learning_store}\nversion: rl-resumed\nsteps: 2\n"
+        "questions_per_step: 1\nepisodes_per_question: 3\nlearning_rate: 5e-3\n"
+        "kl_budget: 100\nmin_actions: 4\nmax_actions: 8\nanswer_only_share: 0.5\n"
+        "save_steps: 1\ndev_steps: 1\ndev_questions: 1\n"
+    )
+
+    with pytest.raises(Killed):  # the process ends in step 2, after checkpoint 1
+        train_rl(rl_options("--config", str(run)), log=lambda _: None, callbacks=[KillAt(2)])
+    work = out / "rl-resumed.work"
+    saved = json.loads((work / "checkpoint-1" / "rollouts-0.json").read_text())
+    assert saved["stats"]["episodes"] == 3
+    assert main(["train", "rl", "--config", str(run), "--resume"]) == 0
+
+    checkpoint = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    metrics = load_manifest(checkpoint, verify=True).metrics
+    assert (metrics["resumed_from_step"], metrics["steps"]) == (1, 2)
+    assert metrics["episodes"] == 6  # step 1's counts came back with its checkpoint
+    logged = [
+        json.loads(line) for line in (checkpoint / "train_log.jsonl").read_text().splitlines()
+    ]
+    assert [entry["step"] for entry in logged] == [1, 2]  # the whole run's log
+    # the dev evaluation, beside the loss at every step: one greedy episode
+    assert all({"reward", "dev/reward", "dev/answered", "dev/correct"} <= set(e) for e in logged)
+    assert metrics["dev_last"]["dev/answered"] in (0.0, 1.0)
+    assert not list(work.glob("checkpoint-*"))  # published: its checkpoints are gone
+
+
 @pytest.mark.parametrize(
     ("split", "per_step", "message"),
     [
@@ -520,7 +662,7 @@ def test_too_few_questions_are_refused_before_training(
 ) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(QUESTION.model_copy(update={"split": split}).model_dump_json() + "\n")
-    config = RLTrainConfig(
+    config = RLConfig(
         policy=tmp_path / "policy", reward_model=reward_checkpoint, questions=questions,
         out=tmp_path / "registry", questions_per_step=per_step,
     )  # fmt: skip

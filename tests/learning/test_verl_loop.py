@@ -33,6 +33,7 @@ from webgpt.learning.rl.verl import (
 @dataclass
 class FakeTokenOutput:
     token_ids: list[int]
+    log_probs: list[float] | None = None
 
 
 @dataclass
@@ -44,6 +45,9 @@ class FakeServerManager:
     script: Script
     calls: list[tuple[str, list[int], dict[str, Any]]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.script.tokenizer = self.tokenizer  # the server's ids are of this tokenizer
+
     async def generate(
         self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]
     ) -> FakeTokenOutput:
@@ -53,8 +57,9 @@ class FakeServerManager:
             self.script.next_answer() if prompt.endswith("■") else self.script.next_command(prompt)
         )
         stop = sampling_params.get("stop") or [""]
-        ids = self.tokenizer(text + stop[0], add_special_tokens=False)["input_ids"]
-        return FakeTokenOutput(ids)
+        ids = self.script.sampled_ids(text + stop[0])
+        log_probs = [self.script.sampled_logprob] * len(ids)
+        return FakeTokenOutput(ids, log_probs if sampling_params.get("logprobs") else None)
 
 
 def offline(store: Path) -> Web:
@@ -86,10 +91,10 @@ async def test_an_episode_becomes_a_trajectory_with_only_the_policy_s_tokens_tra
     script = Script(oracle_quote=MONA, answers=[answer], default_command="Scrolled down 1")
     manager = FakeServerManager(tokenizer, script)
     try:
-        right = await episodes.run(QUESTION, manager, temperature=0.9)
+        right = await episodes.run(QUESTION, manager, {"temperature": 0.9})
         calls = list(manager.calls)
         script.oracle_quote = None  # the next episode never quotes: no answer
-        unanswered = await episodes.run(QUESTION, manager, temperature=0.9)
+        unanswered = await episodes.run(QUESTION, manager, {"temperature": 0.9})
     finally:
         await web.aclose()
 
@@ -113,7 +118,7 @@ async def test_an_episode_becomes_a_trajectory_with_only_the_policy_s_tokens_tra
     assert right.reward_score == pytest.approx(expected)
     assert (right.answered, right.correct, right.truncated) == (True, True, False)
     assert (unanswered.answered, unanswered.correct) == (False, False)
-    assert unanswered.reward_score == config.no_answer_reward
+    assert unanswered.reward_score == config.reward.no_answer
     assert unanswered.num_turns == 2 * 10  # its action limit, every turn a command
 
 
@@ -133,18 +138,62 @@ async def test_an_episode_longer_than_verl_s_response_keeps_its_first_turns(
             VerlLoopConfig(min_actions=6, max_actions=6, response_length=400),
             tokenizer, web, scored_async(lambda texts: [0.0] * len(texts)),
         )  # fmt: skip
-        cut = await short.run(QUESTION, manager, temperature=1.0)
+        cut = await short.run(QUESTION, manager, {"temperature": 1.0})
         tiny_prompt = BrowsingEpisodes(
             VerlLoopConfig(min_actions=2, max_actions=2, prompt_length=10),
             tokenizer, web, scored_async(lambda texts: [0.0] * len(texts)),
         )  # fmt: skip
         with pytest.raises(ConfigurationError, match=r"raise verl's rollout\.prompt_length"):
-            await tiny_prompt.run(QUESTION, manager, temperature=1.0)
+            await tiny_prompt.run(QUESTION, manager, {"temperature": 1.0})
     finally:
         await web.aclose()
 
     assert cut.truncated and 0 < len(cut.response_ids) <= 400
     assert cut.num_turns < 2 * 6
+
+
+async def test_the_trajectory_holds_the_ids_and_log_probs_the_server_sampled(
+    learning_store: Path,
+    tiny_tokenizer_folder: Path,  # noqa: F811
+) -> None:
+    """Token in, token out: a server that samples a token per character gives ids the
+    text, encoded again, does not; the response holds the server's ids, and its
+    log-probs when verl asks for them (calculate_log_probs), 0.0 on prompt tokens."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_folder)
+    web = offline(learning_store)
+    answer = "Leonardo da Vinci painted it [1]."
+    script = Script(oracle_quote=MONA, answers=[answer], one_token_per_character=True)
+    manager = FakeServerManager(tokenizer, script)
+    episodes = BrowsingEpisodes(
+        VerlLoopConfig(min_actions=10, max_actions=10), tokenizer, web,
+        scored_async(lambda texts: [0.5] * len(texts)),
+    )  # fmt: skip
+    try:
+        trajectory = await episodes.run(
+            QUESTION, manager, {"temperature": 1.0, "top_p": 0.9, "logprobs": True}
+        )
+    finally:
+        await web.aclose()
+
+    assert {(p["top_p"], p["logprobs"]) for _, _, p in manager.calls} == {(0.9, True)}
+    written = (
+        f"Search {QUESTION.question}\n", "Clicked on link 0\n", f"Quote: {MONA}\n",
+        "End: Answer\n", f"{answer}■",
+    )  # fmt: skip
+    sampled = [token for text in written for token in script.sampled_ids(text)]
+    mask = trajectory.response_mask
+    assert [t for t, m in zip(trajectory.response_ids, mask, strict=True) if m] == sampled
+    encoded = tokenizer("".join(written), add_special_tokens=False)["input_ids"]
+    assert sampled != encoded  # the text's own encoding is not what was sampled
+    assert trajectory.response_logprobs is not None
+    assert len(trajectory.response_logprobs) == len(trajectory.response_ids)
+    assert {p for p, m in zip(trajectory.response_logprobs, mask, strict=True) if m} == {
+        script.sampled_logprob
+    }
+    assert {p for p, m in zip(trajectory.response_logprobs, mask, strict=True) if not m} == {0.0}
+    assert trajectory.reward_score == 0.5
 
 
 def test_position_ids_restart_at_every_packed_prompt() -> None:
@@ -174,6 +223,7 @@ class StandInOutput:  # verl's AgentLoopOutput fields that the loop fills
     prompt_ids: list[int]
     response_ids: list[int]
     response_mask: list[int]
+    response_logprobs: list[float] | None
     reward_score: float
     num_turns: int
     metrics: Any

@@ -169,3 +169,25 @@ def test_a_held_out_file_of_trained_questions_is_refused_before_training(
     with pytest.raises(DataError, match="every question in it is trained on"):
         train_reward_model(config, log=lambda _: None)
     assert not (tmp_path / "registry").exists()
+
+
+def test_train_rm_reads_a_config_file_that_flags_override(tmp_path: Path) -> None:
+    from webgpt.infra.trainer_options import parse_config
+    from webgpt.service.cli import build_parser
+
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "comparisons: [a.jsonl, b.jsonl]\nbackbone: bb\nout: reg\nepochs: 5\n"
+        "lora-rank: 16\nlearning_rate: 2e-4\n"
+    )
+    options = ["--config", str(run), "--epochs", "2", "--held-out", "dev.jsonl"]
+    args = build_parser().parse_args(["train", "rm", *options])
+    config = parse_config(RewardTrainConfig, args.options, "webgpt train rm")
+    assert config == RewardTrainConfig(
+        comparisons=[Path("a.jsonl"), Path("b.jsonl")], backbone=Path("bb"), out=Path("reg"),
+        epochs=2, lora_rank=16, learning_rate=2e-4, held_out=Path("dev.jsonl"),
+    )  # fmt: skip
+    again = ["--comparisons", "c.jsonl", "--comparisons", "d.jsonl", "--backbone", "b"]
+    assert parse_config(RewardTrainConfig, [*again, "--out", "o"], "rm").comparisons == [
+        Path("c.jsonl"), Path("d.jsonl"),
+    ]  # fmt: skip
