@@ -126,6 +126,10 @@ async def judged_answers(
 # answer-only groups. Tries help when quoting is luck; a question the policy never quotes
 # for still has none (how often that happens: docs/reward.md).
 ANSWER_ONLY_BROWSE_TRIES = 3
+# Other questions an answer-only group of RL tries (`--unquoted swap`) before it falls back
+# to whole episodes: one unquoted question in a few dozen would otherwise cost a
+# whole-episode group.
+ANSWER_ONLY_SWAPS = 3
 
 
 async def judged_answers_from_one_browse(

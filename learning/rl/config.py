@@ -8,8 +8,8 @@ from typing import Any
 from transformers.trainer_utils import SaveStrategy, SchedulerType
 
 from webgpt.agent.errors import ConfigurationError
+from webgpt.learning.comparisons import ANSWER_ONLY_SWAPS
 from webgpt.learning.rl.reward import REWARD_SOURCES, RewardRule
-from webgpt.learning.rl.rollouts import ANSWER_ONLY_SWAPS
 from webgpt.learning.runs import default_work_folder, jsonable
 
 with warnings.catch_warnings():

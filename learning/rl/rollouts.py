@@ -17,16 +17,17 @@ from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.evals.questions import Question, contains_gold
-from webgpt.learning.comparisons import ANSWER_ONLY_BROWSE_TRIES, comparison_rows, judge
+from webgpt.learning.comparisons import (
+    ANSWER_ONLY_BROWSE_TRIES,
+    ANSWER_ONLY_SWAPS,
+    comparison_rows,
+    judge,
+)
 from webgpt.learning.rl.packing import PackedEpisode, SegmentTable, Turn, pack_within
 from webgpt.learning.rl.reward import EpisodeAnswer, episode_rewards
 
 if TYPE_CHECKING:  # the config imports TRL; a verl worker runs episodes without it
     from webgpt.learning.rl.config import RLConfig
-
-# other questions an answer-only group tries (`--unquoted swap`) before it falls back to whole
-# episodes: one unquoted question in a few dozen would otherwise cost a whole-episode group
-ANSWER_ONLY_SWAPS = 3
 
 
 class RecordingPolicy:

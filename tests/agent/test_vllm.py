@@ -22,6 +22,7 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 from webgpt.infra.checkpoints import load_manifest
 from webgpt.infra.vllm_server import RunningServer, ServerConfig, start, stop
+from webgpt.learning.rl.rollouts import RecordingPolicy
 
 pytestmark = pytest.mark.slow
 
@@ -63,6 +64,36 @@ async def test_guided_decoding_gives_n_valid_commands_in_one_request(
         step = await session.step(result.choices[0].text)
         assert step.event.type != "invalid_action"
         observation = step.observation
+
+
+async def test_the_server_returns_what_rl_trains_the_sampled_ids_and_their_logprobs(
+    web: Web, real_policy: OpenAIPolicy
+) -> None:
+    """Token in, token out against vLLM itself (tests/learning/test_token_ids.py has the
+    packing): the recorded turn holds the prompt as the server encoded it and the ids it
+    sampled, the stop string's or end-of-sequence token included, a log-prob for each."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(prepare_default_model())
+    prompt = browsing_prompt(web.session().reset("Can crows recognise people?"))
+    recorder = RecordingPolicy(real_policy)
+    for draw in range(3):  # unguided at T 1, as RL samples
+        sampling = Sampling(temperature=1.0, max_tokens=64, stop=COMMAND_STOP)
+        result = await recorder.complete(prompt, sampling)
+        [choice] = result.choices
+        turn = recorder.turns[draw]
+        assert turn.prompt_ids == tuple(tokenizer(prompt)["input_ids"])
+        assert turn.completion_ids and turn.completion_logprobs
+        assert len(turn.completion_logprobs) == len(turn.completion_ids)
+        assert all(p <= 0.0 for p in turn.completion_logprobs)
+        assert turn.completion_ids == choice.token_ids
+        spelt = str(tokenizer.decode(list(turn.completion_ids), skip_special_tokens=True))
+        assert spelt.startswith(choice.text)
+        if choice.finish_reason == "stop":  # the token that ended it is in the ids
+            ended_at_eos = turn.completion_ids[-1] == tokenizer.eos_token_id
+            assert ended_at_eos or spelt[len(choice.text) :].startswith(COMMAND_STOP)
+        else:
+            assert len(turn.completion_ids) == sampling.max_tokens
 
 
 async def test_an_episode_runs_to_an_answer_that_cites_a_quote(
