@@ -54,6 +54,7 @@ from webgpt.learning.runs import (
     default_work_folder,
     discard_checkpoints,
     jsonable,
+    work_folder_field,
 )
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -102,13 +103,7 @@ class BCConfig(TrainingArguments):
     )
 
     # TrainingArguments' fields, with our defaults
-    output_dir: str | None = field(
-        default=None,
-        metadata={
-            "help": "the run's work folder: checkpoints and logs (default OUT/VERSION.work; "
-            "its checkpoints are deleted once the version is published)"
-        },
-    )
+    output_dir: str | None = work_folder_field()
     num_train_epochs: float = field(
         default=3.0,
         metadata={"help": "passes over the training examples", "aliases": ["--epochs"]},

@@ -14,12 +14,24 @@ mixing two runs in it. Once the version is published its checkpoints are deleted
 import enum
 import json
 import shutil
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from webgpt.agent.errors import ConfigurationError
 
 CHECKPOINT_PREFIX = "checkpoint-"  # transformers' PREFIX_CHECKPOINT_DIR
+
+
+def work_folder_field() -> Any:
+    """The `output_dir` field of a trainer config (TrainingArguments'), with our default."""
+    return field(
+        default=None,
+        metadata={
+            "help": "the run's work folder: checkpoints and logs (default OUT/VERSION.work; "
+            "its checkpoints are deleted once the version is published)"
+        },
+    )
 
 
 def default_work_folder(out: Path, version: str) -> str:

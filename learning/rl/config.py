@@ -10,7 +10,7 @@ from transformers.trainer_utils import SaveStrategy, SchedulerType
 from webgpt.agent.errors import ConfigurationError
 from webgpt.learning.comparisons import ANSWER_ONLY_SWAPS
 from webgpt.learning.rl.reward import REWARD_SOURCES, RewardRule
-from webgpt.learning.runs import default_work_folder, jsonable
+from webgpt.learning.runs import default_work_folder, jsonable, work_folder_field
 
 with warnings.catch_warnings():
     # TRL imports vLLM where it is installed, and both warn on import (a vLLM newer than
@@ -111,13 +111,7 @@ class RLConfig(GRPOConfig):
     )
 
     # GRPOConfig's (and TrainingArguments') fields, with our defaults
-    output_dir: str | None = field(
-        default=None,
-        metadata={
-            "help": "the run's work folder: checkpoints and logs (default OUT/VERSION.work; "
-            "its checkpoints are deleted once the version is published)"
-        },
-    )
+    output_dir: str | None = work_folder_field()
     max_steps: int = field(
         default=20,
         metadata={"help": "optimizer steps (one per rollout batch)", "aliases": ["--steps"]},
