@@ -29,7 +29,9 @@ def serve(app: ASGIApp) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    # 60 s: start-up includes the app's lifespan (migrations, a first readiness check),
+    # slow on a loaded 2-core machine.
+    deadline = time.monotonic() + 60
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("test server did not start")

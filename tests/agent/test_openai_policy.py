@@ -90,14 +90,18 @@ async def test_timeout(policy_url: str, script: Script) -> None:
 
 
 async def test_down_server_fails_fast_after_the_first_failure() -> None:
-    client = OpenAIPolicy(f"http://127.0.0.1:{free_port()}/v1", "m", backoff_s=0.05, cooldown_s=30)
+    # A retry waits at least 1 s (half of backoff_s), so the 0.5 s bound tells one apart
+    # from a refusal that sends nothing, with room for a slow machine.
+    client = OpenAIPolicy(
+        f"http://127.0.0.1:{free_port()}/v1", "m", backoff_s=2.0, max_retries=1, cooldown_s=30
+    )
     try:
         with pytest.raises(PolicyUnavailable, match="cannot connect"):
             await client.complete("p", Sampling())
         started = time.monotonic()
         with pytest.raises(PolicyUnavailable, match="cooling down"):
             await client.complete("p", Sampling())
-        assert time.monotonic() - started < 0.05  # no new connection attempts, no retries
+        assert time.monotonic() - started < 0.5  # no new connection attempts, no retries
     finally:
         await client.aclose()
 

@@ -14,13 +14,16 @@ from webgpt.browser.netguard import AddressPolicy, AllowList
 from webgpt.browser.workers import RenderWorkers
 
 pytestmark = pytest.mark.slow
+SETTLE_MS = 15_000
 
 
 @pytest.fixture
 async def renderer(site: str) -> AsyncIterator[ChromiumRenderer]:
     policy = AddressPolicy(allow=AllowList.parse([urlsplit(site).netloc]))
     http = HttpFetcher(policy=policy, limits=FetchLimits(deadline_s=5))
-    chromium = ChromiumRenderer(http, settle_ms=1500)
+    # The script's sub-request lands after the load event; on a loaded machine that can take
+    # longer than the default 1.5 s settle. networkidle ends the wait 0.5 s after it lands.
+    chromium = ChromiumRenderer(http, settle_ms=SETTLE_MS)
     yield chromium
     await chromium.aclose()
     await http.aclose()
@@ -107,7 +110,7 @@ async def test_a_render_server_renders_script_built_pages_for_a_service_elsewher
     # Its own Chromium and fetcher: the server runs them on its own event loop.
     policy = AddressPolicy(allow=AllowList.parse([urlsplit(site).netloc]))
     fetcher = HttpFetcher(policy=policy, limits=FetchLimits(deadline_s=5))
-    server_side = ChromiumRenderer(fetcher, owns_fetcher=True)
+    server_side = ChromiumRenderer(fetcher, settle_ms=SETTLE_MS, owns_fetcher=True)
     with serve(render_app(server_side, max_bytes=1 << 20)) as render_base:
         remote = RemoteRenderer(render_base)
         loader = PageLoader(fetcher=renderer.fetcher, workers=workers, js=remote, js_mode="auto")

@@ -240,7 +240,8 @@ def test_rollouts_are_real_episodes_packed_with_the_policy_tokens_unmasked(
     scores = RewardScorer(reward_checkpoint).score_texts(
         [r.turns[-1].prompt + r.turns[-1].completion[:-1] for r in (right, wrong)]
     )
-    assert [right.reward, wrong.reward] == pytest.approx(scores)
+    # Scored in another batch (other padding, another order): float32 noise, not a change.
+    assert [right.reward, wrong.reward] == pytest.approx(scores, abs=1e-4)
     assert unanswered.reward == config.no_answer_reward
     assert len(unanswered.turns) == 10  # its action limit, every turn a command
     tokenizer = rollouts.tokenizer

@@ -130,6 +130,7 @@ def test_both_group_kinds_reward_the_served_answer_by_the_one_rule(
         [expected] = scorer.score_texts(
             [served.turns[-1].prompt + "Leonardo da Vinci painted it [1]."]
         )
-        assert served.reward == pytest.approx(expected) and served.correct
+        # Scored alone here, in a batch there: float32 noise, not a change.
+        assert served.reward == pytest.approx(expected, abs=1e-4) and served.correct
         empty = by_text[raw[1]]
         assert empty.reward == config.no_answer_reward and not empty.answered

@@ -131,7 +131,11 @@ def test_service_best_of_n_scores_on_the_reward_server(
 ) -> None:
     url, classify_script = classify
     script.answers = [answer(7, color) for color in COLORS]
-    with service_url(reward_model=reward_checkpoint, reward_url=url) as base:
+    # One readiness check, at start-up: a periodic one would take a fault meant for the
+    # answer's three attempts whenever the first answer takes past its period.
+    with service_url(
+        reward_model=reward_checkpoint, reward_url=url, readiness_check_s=3600
+    ) as base:
         ready = httpx.get(f"{base}/readyz")
         response = httpx.post(
             f"{base}/answer", json={"question": "crow corvus", "n": 4}, timeout=120

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.agent.fake_policy import Script
-from tests.servers import free_port
+from tests.servers import free_port, wait_until
 from webgpt.service import app as service_app
 
 QUESTION = {"question": "crow corvus"}
@@ -60,12 +60,8 @@ def test_stream_sends_typed_events_then_done(service_url) -> None:  # type: igno
         ]
         response.close()
         # Recorded once the stream's last byte is sent, which may be just after [DONE] arrives.
-        metrics = ""
-        for _ in range(50):
-            metrics = httpx.get(f"{base}/metrics").text
-            if 'route="/answer",status="200"' in metrics:
-                break
-            time.sleep(0.1)
+        wait_until(lambda: 'route="/answer",status="200"' in httpx.get(f"{base}/metrics").text)
+        metrics = httpx.get(f"{base}/metrics").text
     assert 'webgpt_requests_total{route="/answer",status="200"} 1.0' in metrics
     assert 'webgpt_request_seconds_count{route="/answer"} 1.0' in metrics
     assert data[-1] == "[DONE]"
@@ -273,8 +269,14 @@ def test_client_disconnect_cancels_the_answer(service_url, script: Script) -> No
             for line in response.iter_lines():
                 if line.startswith("data: ") and '"action"' in line:
                     break  # the first action arrived; now the client goes away
-        time.sleep(1.5)
-        seen = len(script.requests)
+        # The disconnect takes a moment to be seen: wait until the count rests for 1.5 s (a
+        # live episode calls every ~0.5 s), bounded; then it must stay still.
+        deadline = time.monotonic() + 30
+        seen = -1
+        while (count := len(script.requests)) != seen:
+            assert time.monotonic() < deadline, "policy requests kept coming after the client left"
+            seen = count
+            time.sleep(1.5)
         time.sleep(2.0)
         assert len(script.requests) == seen, "policy requests kept coming after the client left"
         assert seen < 10

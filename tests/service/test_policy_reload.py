@@ -156,9 +156,11 @@ async def promote_under_load(
     promote: Callable[[], None],
     swapped: Callable[[list[Outcome]], bool],
     timeout_s: float,
+    min_done: int = 0,
 ) -> tuple[list[Outcome], float]:
-    """Steady load; after settle_s, promote; once swapped(outcomes so far), settle_s more,
-    then stop. Every request's outcome, and when the promote happened."""
+    """Steady load; after settle_s, promote; once swapped(outcomes so far), settle_s more and
+    until min_done requests have ended (a slow machine serves fewer a second), then stop.
+    Every request's outcome, and when the promote happened."""
     stop, done = asyncio.Event(), []  # type: ignore[var-annotated]
     load = asyncio.create_task(steady_load(base, clients, stop, done))
     await asyncio.sleep(settle_s)
@@ -168,6 +170,9 @@ async def promote_under_load(
         while not swapped(done):
             await asyncio.sleep(0.05)
     await asyncio.sleep(settle_s)
+    async with asyncio.timeout(timeout_s):
+        while len(done) < min_done:
+            await asyncio.sleep(0.05)
     stop.set()
     await load
     return done, promoted
@@ -188,7 +193,7 @@ def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
         assert set(script.adapters) == {"v1"}  # the first version, loaded at start-up
         done, promoted = asyncio.run(
             promote_under_load(
-                base, 6, 1.0, lambda: registry.promote("v2"), swapped_and_drained, 30
+                base, 6, 1.0, lambda: registry.promote("v2"), swapped_and_drained, 30, 31
             )
         )
         counts = reloads(base)
@@ -317,7 +322,9 @@ def test_rolling_back_or_promoting_again_while_a_version_drains_serves_it_again(
         async with asyncio.timeout(60):
             while script.adapters:  # v1 (and v2) drained and unloaded
                 await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)
+            while len(done) <= 30:  # load enough to count, however slow the machine
+                await asyncio.sleep(0.05)
         stop.set()
         await load
         return done

@@ -205,7 +205,9 @@ def test_a_kill_9_during_a_burst_of_feedback_loses_nothing_acknowledged(
         clients = [threading.Thread(target=burst) for _ in range(8)]
         for client in clients:
             client.start()
+        deadline = time.monotonic() + 60  # a burst thread that failed must not hang the test
         while len(acknowledged) < 50:
+            assert time.monotonic() < deadline, f"{len(acknowledged)} feedback writes in 60 s"
             time.sleep(0.01)
         service.send_signal(signal.SIGKILL)
         for client in clients:
