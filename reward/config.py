@@ -26,6 +26,14 @@ class RewardTrainConfig:
     validation_fraction: float = field(default=0.1, metadata={"help": "questions held out"})
     patience: int = field(default=2, metadata={"help": "epochs without progress before stop"})
     lora_rank: int = field(default=0, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
+    adapter_out: Path | None = field(
+        default=None,
+        metadata={
+            "help": "with --lora-rank: also publish the LoRA adapter and the head alone "
+            "(megabytes, what a repository ships) as ADAPTER_OUT/VERSION; "
+            "`webgpt model prepare` merges a shipped one onto its backbone"
+        },
+    )
     seed: int = field(default=0, metadata={"help": "shuffling and split seed"})
     held_out: Path | None = field(
         default=None,
@@ -44,3 +52,7 @@ class RewardTrainConfig:
         self.backbone, self.out = Path(self.backbone).expanduser(), Path(self.out).expanduser()
         if self.held_out is not None:
             self.held_out = Path(self.held_out).expanduser()
+        if self.adapter_out is not None:
+            if self.lora_rank < 1:
+                raise ValueError("--adapter-out needs --lora-rank: full fine-tuning has no adapter")
+            self.adapter_out = Path(self.adapter_out).expanduser()

@@ -9,6 +9,10 @@ the manifest (infra.checkpoints) whose metrics carry the normalisation `offset`
 (subtracted so a reference set scores 0 on average). That layout is what transformers and
 vLLM's pooling runner load as they are, so the same folder is scored in the service's
 process (reward.scorer) or on a vLLM server (reward.remote) with no conversion step.
+
+A model trained with LoRA can also be saved as its adapter alone (`save_adapter`: PEFT's
+adapter files plus the head in `score.safetensors`, megabytes where the classifier is
+hundreds): what a repository ships, merged onto its backbone again by `from_adapter`.
 """
 
 import copy
@@ -19,6 +23,8 @@ import torch
 from torch import nn
 
 from webgpt.infra.errors import CheckpointError
+
+HEAD_FILE = "score.safetensors"  # the head of an adapter folder (`score.weight`)
 
 
 class RewardModel(nn.Module):
@@ -37,6 +43,18 @@ class RewardModel(nn.Module):
         from transformers import AutoModel
 
         return cls(AutoModel.from_pretrained(path, dtype=torch.float32))
+
+    @classmethod
+    def from_adapter(cls, backbone: Path, adapter: Path) -> "RewardModel":
+        """The model `save_adapter` saved: its LoRA adapter on backbone, and its head."""
+        from peft import PeftModel
+        from safetensors.torch import load_file
+
+        model = cls.from_backbone(backbone)
+        model.backbone = PeftModel.from_pretrained(model.backbone, adapter)
+        head = load_file(adapter / HEAD_FILE)
+        model.head.weight.data.copy_(head["score.weight"].to(torch.float32))
+        return model
 
     @classmethod
     def load(cls, folder: Path) -> "RewardModel":
@@ -75,6 +93,24 @@ class RewardModel(nn.Module):
         classifier.load_state_dict(state, strict=True, assign=True)
         classifier.save_pretrained(folder)
 
+    def save_adapter(self, folder: Path, dtype: torch.dtype = torch.bfloat16) -> None:
+        """Save the LoRA adapter and the head alone, in dtype (bf16: half the bytes, as the
+        shipped policy adapter; its rounding moves rewards by about 1e-3)."""
+        from safetensors.torch import save_file
+
+        if not hasattr(self.backbone, "peft_config"):
+            raise CheckpointError("only a LoRA reward model (--lora-rank) has an adapter to save")
+        trained = self.backbone.state_dict()
+        self.backbone.save_pretrained(
+            folder,
+            state_dict={
+                name: value.to(dtype) for name, value in trained.items() if "lora_" in name
+            },
+        )
+        save_file(
+            {"score.weight": self.head.weight.detach().to(dtype).contiguous()}, folder / HEAD_FILE
+        )
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Rewards of a right-padded batch: input_ids (batch, length) -> (batch,)."""
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
@@ -83,6 +119,15 @@ class RewardModel(nn.Module):
         final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
         rewards: torch.Tensor = self.head(final).squeeze(-1)
         return rewards
+
+
+def merge_reward_adapter(backbone: Path, adapter: Path, out: Path) -> None:
+    """Backbone + a saved reward adapter and head -> one sequence-classifier folder (with the
+    backbone's tokenizer) that the scorers and vLLM's pooling runner load as it is."""
+    from transformers import AutoTokenizer
+
+    RewardModel.from_adapter(backbone, adapter).save(out)
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(out)
 
 
 def tokenize(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:

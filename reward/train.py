@@ -22,7 +22,8 @@ from typing import Any
 import torch
 
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
-from webgpt.infra.checkpoints import publish, staging_folder
+from webgpt.infra.checkpoints import load_manifest, publish, staging_folder
+from webgpt.infra.errors import CheckpointError
 from webgpt.reward.config import RewardTrainConfig
 from webgpt.reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
 from webgpt.reward.errors import DataError
@@ -205,34 +206,53 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     if held_out_groups is not None:
         held_out = _held_out(final, tokenizer, held_out_groups, config, accelerator.device, log)
     checkpoint = config.out / config.version
+    figures: dict[str, Any] = {
+        "offset": offset,
+        "validation_accuracy": reference["accuracy"],
+        "validation_loss": reference["loss"],
+        "epochs": history,
+        "comparisons": report.used,
+        "skipped_rows": len(report.skipped),
+        "held_out": held_out,
+    }
     if accelerator.is_main_process:
+        if config.adapter_out is not None:  # before `save`, which merges the adapter away
+            with staging_folder(config.adapter_out, config.version) as staging:
+                final.save_adapter(staging)
+                _publish(staging, config.adapter_out / config.version, config, figures)
+            log(f"published the adapter {config.adapter_out / config.version}")
         with staging_folder(config.out, config.version) as staging:
             final.save(staging)
             tokenizer.save_pretrained(staging)
-            (staging / "train_config.json").write_text(
-                json.dumps(
-                    {f.name: _jsonable(getattr(config, f.name)) for f in fields(config)}, indent=2
-                )
-            )
-            publish(
-                staging,
-                checkpoint,
-                kind="reward",
-                version=config.version,
-                base_model=str(config.backbone),
-                observation_format_version=OBSERVATION_FORMAT_VERSION,
-                metrics={
-                    "offset": offset,
-                    "validation_accuracy": reference["accuracy"],
-                    "validation_loss": reference["loss"],
-                    "epochs": history,
-                    "comparisons": report.used,
-                    "skipped_rows": len(report.skipped),
-                    "held_out": held_out,
-                },
-            )
+            _publish(staging, checkpoint, config, figures)
     log(f"published {checkpoint} (offset {offset:.4f})")
     return TrainResult(checkpoint, step_losses, history, offset, report.summary())
+
+
+def _publish(
+    staging: Path, target: Path, config: RewardTrainConfig, metrics: dict[str, Any]
+) -> None:
+    (staging / "train_config.json").write_text(
+        json.dumps({f.name: _jsonable(getattr(config, f.name)) for f in fields(config)}, indent=2)
+    )
+    publish(
+        staging,
+        target,
+        kind="reward",
+        version=config.version,
+        base_model=backbone_name(config.backbone),
+        observation_format_version=OBSERVATION_FORMAT_VERSION,
+        metrics=metrics,
+    )
+
+
+def backbone_name(backbone: Path) -> str:
+    """A registry checkpoint's version (what `webgpt model prepare` matches a shipped adapter
+    on), else the folder's path."""
+    try:
+        return load_manifest(backbone).version
+    except CheckpointError:
+        return str(backbone)
 
 
 @dataclass

@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, TextIO
 
 from webgpt.agent import cli as agent_cli
 from webgpt.agent.errors import AgentError, ConfigurationError
+from webgpt.agent.model import DEFAULT_REWARD, prepare_default_reward_model
+from webgpt.agent.registry import CURRENT
 from webgpt.browser import cli as browser_cli
 from webgpt.browser.errors import BrowserError
 from webgpt.evals import cli as evals_cli
 from webgpt.infra.errors import InfraError
+from webgpt.infra.vllm_server import print_progress
 from webgpt.learning import cli as learning_cli
 from webgpt.reward import cli as reward_cli
 from webgpt.reward.errors import RewardError
@@ -23,6 +26,12 @@ from webgpt.reward.errors import RewardError
 if TYPE_CHECKING:
     from webgpt.service.settings import ServiceSettings
     from webgpt.service.store import FeedbackStore
+
+REWARD_HELP = (
+    f"reward checkpoint folder, for best-of-n; `{DEFAULT_REWARD}`: the shipped one, prepared "
+    "on first use and followed through registry/reward/current (default: "
+    "$WEBGPT_REWARD_MODEL, else none: n = 1)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--engine", default=None, help="default: $WEBGPT_ENGINE or offline")
     serve.add_argument("--policy-url", default=None)
     serve.add_argument("--policy-model", default=None)
-    serve.add_argument("--reward-model", default=None)
+    serve.add_argument("--reward-model", default=None, help=REWARD_HELP)
     serve.set_defaults(run=_serve)
     mcp = commands.add_parser(
         "mcp",
@@ -55,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--engine", default=None, help="default: $WEBGPT_ENGINE or offline")
     mcp.add_argument("--policy-url", default=None)
     mcp.add_argument("--policy-model", default=None)
-    mcp.add_argument("--reward-model", default=None)
+    mcp.add_argument("--reward-model", default=None, help=REWARD_HELP)
     mcp.set_defaults(run=_mcp)
     feedback = commands.add_parser("feedback", help="human feedback the service recorded")
     feedback_commands = feedback.add_subparsers(dest="feedback_command", required=True)
@@ -155,12 +164,17 @@ def _settings(args: argparse.Namespace) -> "ServiceSettings":
     names = ("host", "port", "engine", "policy_url", "policy_model", "reward_model")
     overrides = {name: value for name in names if (value := getattr(args, name, None)) is not None}
     try:
-        return ServiceSettings(**overrides)
+        settings = ServiceSettings(**overrides)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
         )
         raise ConfigurationError(f"invalid settings: {problems}") from None
+    if settings.reward_model == Path(DEFAULT_REWARD):
+        # the shipped reward model, through the alias operators re-point (hot reload)
+        prepared = prepare_default_reward_model(print_progress)
+        settings = settings.model_copy(update={"reward_model": prepared.parent / CURRENT})
+    return settings
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -9,10 +9,10 @@ from tests.agent.fake_policy import Script
 from tests.servers import free_port
 
 
-def answer(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def answer(store: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": "/usr/bin:/bin",
-        "WEBGPT_HOME": str(store.parent),
+        "WEBGPT_HOME": str(home or store.parent),
         "WEBGPT_OFFLINE_STORE": str(store),
     }
     return subprocess.run(
@@ -60,11 +60,43 @@ def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> No
     assert set(body["timings"]) >= {"total_s", "policy_s", "fetch_s", "render_s"}
 
 
-def test_answer_errors_are_one_clear_line(offline_store: Path, policy_url: str) -> None:
-    no_scorer = answer(
-        offline_store, "q", "--n", "4", "--policy-url", policy_url, "--policy-model", "m"
+def test_best_of_n_without_a_reward_model_uses_the_shipped_one(
+    offline_store: Path, policy_url: str, script: Script, tmp_path: Path
+) -> None:
+    """`--n 2` alone: the shipped reward model (prepared once, here already in the
+    registry, as `webgpt model prepare` leaves it) picks one of two answers."""
+    from tests.reward.tiny import build_tiny_backbone, write_comparisons
+    from webgpt.agent.model import DEFAULT_REWARD_VERSION
+    from webgpt.reward.config import RewardTrainConfig
+    from webgpt.reward.train import train_reward_model
+
+    comparisons = tmp_path / "c.jsonl"
+    write_comparisons(comparisons, stories=4)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=build_tiny_backbone(tmp_path / "backbone"),
+        out=tmp_path / "home" / "registry" / "reward",
+        version=DEFAULT_REWARD_VERSION,
+        epochs=1,
+        max_length=64,
     )
-    assert no_scorer.returncode == 1 and "needs a reward model" in no_scorer.stderr
+    train_reward_model(config, log=lambda _: None)
+    script.oracle_quote = "Crows are birds of the genus Corvus."
+    script.answers = ["Crows are corvids [1].", "Crows are birds [1]."]
+    result = answer(
+        offline_store, "crow corvus", "--n", "2", "--policy-url", policy_url,
+        "--policy-model", "scripted", "--json", home=tmp_path / "home",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["versions"]["reward"] == DEFAULT_REWARD_VERSION
+    assert len(body["candidates"]) == 2 and body["best"] in (0, 1)
+    assert all(c["reward"] is not None for c in body["candidates"])
+
+
+def test_answer_errors_are_one_clear_line(offline_store: Path, policy_url: str) -> None:
+    none = answer(offline_store, "q", "--n", "0", "--policy-url", policy_url, "--policy-model", "m")
+    assert none.returncode == 1 and "one episode or more" in none.stderr
     half = answer(offline_store, "q", "--policy-url", policy_url)
     assert half.returncode == 1 and "together" in half.stderr
     down = answer(

@@ -17,6 +17,7 @@ from webgpt.evals.best_of_n import (
     Sample,
     best_of_n,
     best_of_table,
+    gain_over_one,
     paired_difference,
 )
 
@@ -70,6 +71,21 @@ def test_two_policies_are_compared_question_by_question() -> None:
         paired_difference(base, BestOfSamples("x", ["q1"], [[0.0, 1.0]], [[True, True]]))
 
 
+def test_best_of_n_is_compared_with_one_sample_question_by_question() -> None:
+    samples = BestOfSamples(
+        "bc", ["q1", "q2", "q3"], [[0.0, 1.0], [0.0, 0.0], [-math.inf, 2.0]],
+        [[False, True], [True, False], [False, True]],
+    )  # fmt: skip
+    one, two = gain_over_one(samples)
+    assert (one.reward, one.correct, one.correct_se) == pytest.approx((0.0, 0.0, 0.0))
+    # best of 2 minus one sample: q1 picks its right answer (1 - 0.5), q2's tie stays a coin
+    # (0.5 - 0.5), q3 picks the one answer, right (1 - 0.5)
+    assert two.correct == pytest.approx((0.5 + 0.0 + 0.5) / 3)
+    assert two.correct_se == pytest.approx(statistics.stdev([0.5, 0.0, 0.5]) / math.sqrt(3))
+    # rewards: q1 1 - 0.5, q2 0, q3 2 - (2 + 2) / 2 (no answer counts at the floor, 2.0)
+    assert two.reward == pytest.approx((0.5 + 0.0 + 0.0) / 3)
+
+
 def best_of_file(path: Path, *samples: BestOfSamples) -> Path:
     """What `eval --best-of --json-out` keeps of these samples (all that --pool reads)."""
     path.write_text(json.dumps({"samples": {s.policy: s.to_json() for s in samples}}))
@@ -99,6 +115,7 @@ def test_eval_pool_reports_questions_evaluated_in_parts_as_one_run(tmp_path: Pat
     )  # fmt: skip
     assert pooled.returncode == 0, pooled.stderr
     assert "rl minus bc, paired over 3 questions" in pooled.stdout
+    assert "bc: best-of-n minus one sample, paired over 3 questions" in pooled.stdout
     figures = json.loads(out.read_text())
     expected = paired_difference(whole["bc"], whole["rl"])
     assert [r["reward"] for r in figures["paired"]["rl"]["rows"]] == pytest.approx(
@@ -108,6 +125,10 @@ def test_eval_pool_reports_questions_evaluated_in_parts_as_one_run(tmp_path: Pat
         [r.correct_se for r in expected]
     )
     assert figures["samples"]["bc"][2]["rewards"] == [None, 2.0]  # no answer stays no answer
+    gain = gain_over_one(whole["rl"])
+    assert [r["correct"] for r in figures["gain_over_one"]["rl"]] == pytest.approx(
+        [r.correct for r in gain]
+    )
     two = best_of_table(rewards["bc"], correct["bc"])[1]
     assert figures["best_of"]["bc"][1]["correct"] == pytest.approx(two.correct)
 
@@ -213,13 +234,15 @@ def test_eval_best_of_refuses_two_policies_with_one_label(tmp_path: Path) -> Non
     assert result.returncode == 1 and "distinct labels" in result.stderr
 
 
-def test_eval_best_of_needs_a_reward_model_and_sampling(tmp_path: Path) -> None:
+def test_eval_best_of_needs_sampling(tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(json.dumps({"question": "q", "gold_answers": ["a"]}) + "\n")
     base = ["eval", "--questions", str(questions), "--policy", "http://127.0.0.1:9/v1,x"]
-    no_model = webgpt(*base, "--best-of", "4", "--temperature", "0.9", home=tmp_path)
-    assert no_model.returncode == 1 and "needs --reward-model" in no_model.stderr
     greedy = webgpt(*base, "--best-of", "4", "--reward-model", str(tmp_path), home=tmp_path)
     assert greedy.returncode == 1 and "--temperature > 0" in greedy.stderr
+    # refused before the default reward model is prepared (which downloads the base)
+    greedy_default = webgpt(*base, "--best-of", "4", home=tmp_path)
+    assert greedy_default.returncode == 1 and "--temperature > 0" in greedy_default.stderr
+    assert not (tmp_path / "registry").exists()
     plot_alone = webgpt(*base, "--plot", str(tmp_path / "p.png"), home=tmp_path)
     assert plot_alone.returncode == 1 and "give --best-of N too" in plot_alone.stderr

@@ -234,5 +234,7 @@ def test_the_wheel_installs_one_namespace_with_its_data(tmp_path: Path) -> None:
         "webgpt/service/static/index.html",
         "webgpt/service/migrations/env.py",
         "webgpt/agent/weights/webgpt-bc-135m-v5/manifest.json",
+        "webgpt/agent/weights/rm-synthetic-v5/manifest.json",
+        "webgpt/agent/weights/rm-synthetic-v5/score.safetensors",
     ):
         assert expected in names

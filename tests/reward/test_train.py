@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.reward.tiny import answer, build_tiny_backbone, write_comparisons
+from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import load_manifest
 from webgpt.reward.config import RewardTrainConfig
 from webgpt.reward.model import RewardModel
@@ -129,6 +130,120 @@ def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
     assert config["num_labels"] == 1 if "num_labels" in config else len(config["id2label"]) == 1
     assert not any("adapter" in name for name in files)  # LoRA merged into the weights
     RewardModel.load(result.checkpoint)
+
+
+def published_backbone(folder: Path, version: str) -> Path:
+    """The tiny backbone as a registry version (with its manifest), as the default policy is."""
+    from webgpt.infra.checkpoints import publish
+
+    staging = build_tiny_backbone(folder / f".{version}")
+    target = folder / version
+    publish(staging, target, kind="policy", version=version, base_model="tiny",
+            observation_format_version=OBSERVATION_FORMAT_VERSION, metrics={})  # fmt: skip
+    return target
+
+
+def train_with_adapter(folder: Path, backbone: Path, version: str) -> tuple[Path, Path]:
+    """A LoRA reward model trained on backbone: (merged checkpoint, published adapter)."""
+    comparisons = folder / "c.jsonl"
+    write_comparisons(comparisons, stories=40)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=backbone,
+        out=folder / "registry",
+        adapter_out=folder / "adapters",
+        version=version,
+        epochs=3,
+        learning_rate=3e-2,
+        questions_per_batch=4,
+        lora_rank=4,
+        max_length=64,
+    )
+    result = train_reward_model(config, log=lambda _: None)
+    return result.checkpoint, folder / "adapters" / version
+
+
+def rewards(model: RewardModel, tokenizer_folder: Path, texts: list[str]) -> list[float]:
+    from transformers import AutoTokenizer
+
+    from webgpt.reward.model import tokenize
+
+    with torch.no_grad():
+        return model.eval()(
+            **tokenize(AutoTokenizer.from_pretrained(tokenizer_folder), texts, 64)
+        ).tolist()
+
+
+TEXTS = [QUOTE + answer(150, "blue"), QUOTE + answer(150, "green"), QUOTE + answer(150, "red")]
+
+
+def test_lora_training_publishes_the_adapter_alone_which_merges_back(tmp_path: Path) -> None:
+    backbone = published_backbone(tmp_path, "tiny-policy")
+    checkpoint, adapter = train_with_adapter(tmp_path, backbone, "rm-lora")
+    manifest = load_manifest(adapter, verify=True)
+    assert manifest.kind == "reward" and manifest.base_model == "tiny-policy"
+    assert load_manifest(checkpoint).base_model == "tiny-policy"
+    assert manifest.metrics["offset"] == load_manifest(checkpoint).metrics["offset"]
+    assert set(manifest.files) == {
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "score.safetensors",
+        "train_config.json",
+        "README.md",
+    }  # fmt: skip: no backbone weights
+    merged = rewards(RewardModel.load(checkpoint), checkpoint, TEXTS)
+    again = rewards(RewardModel.from_adapter(backbone, adapter), checkpoint, TEXTS)
+    untrained = RewardModel.from_backbone(backbone)
+    untrained.head.load_state_dict(RewardModel.load(checkpoint).head.state_dict())
+    head_only = rewards(untrained, checkpoint, TEXTS)
+    # bf16 adapter weights move rewards a little; the adapter itself moves them far more
+    assert again == pytest.approx(merged, abs=0.02)
+    assert max(abs(a - b) for a, b in zip(head_only, merged, strict=True)) > 0.2
+
+
+def test_model_prepare_merges_the_shipped_reward_adapter_onto_the_default_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`webgpt model prepare`'s reward model: the shipped adapter on the default policy's
+    weights, published once in the reward registry, scoring what training measured."""
+    from webgpt.agent import model as default
+    from webgpt.agent.errors import ModelError
+
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
+    backbone = published_backbone(tmp_path, default.DEFAULT_VERSION)
+    checkpoint, adapter = train_with_adapter(tmp_path, backbone, default.DEFAULT_REWARD_VERSION)
+    monkeypatch.setattr(default, "SHIPPED_REWARD_ADAPTER", adapter)
+    monkeypatch.setattr(default, "prepare_default_model", lambda progress=None: backbone)
+
+    prepared = default.prepare_default_reward_model()
+    assert prepared == tmp_path / "home" / "registry" / "reward" / default.DEFAULT_REWARD_VERSION
+    manifest = load_manifest(prepared, verify=True)
+    assert manifest.kind == "reward" and manifest.base_model == default.DEFAULT_VERSION
+    assert manifest.metrics["offset"] == load_manifest(checkpoint).metrics["offset"]
+    assert (prepared.parent / "current").resolve() == prepared
+    scored = rewards(RewardModel.load(prepared), prepared, TEXTS)
+    assert scored == pytest.approx(
+        rewards(RewardModel.load(checkpoint), checkpoint, TEXTS), abs=0.02
+    )
+    assert RewardScorer(prepared).name == default.DEFAULT_REWARD_VERSION
+    assert default.prepare_default_reward_model() == prepared  # made once
+
+    other = published_backbone(tmp_path / "other", "another-policy")
+    _, foreign = train_with_adapter(tmp_path / "other", other, "rm-foreign")
+    monkeypatch.setattr(default, "SHIPPED_REWARD_ADAPTER", foreign)
+    monkeypatch.setattr(default, "DEFAULT_REWARD_VERSION", "rm-foreign")
+    with pytest.raises(ModelError, match="trained on 'another-policy'"):
+        default.prepare_default_reward_model()
+    (adapter / "score.safetensors").write_bytes(b"damaged")
+    monkeypatch.setattr(default, "SHIPPED_REWARD_ADAPTER", adapter)
+    monkeypatch.setattr(default, "DEFAULT_REWARD_VERSION", "rm-damaged")
+    with pytest.raises(ModelError, match="damaged"):
+        default.prepare_default_reward_model()
+
+
+def test_an_adapter_needs_lora() -> None:
+    with pytest.raises(ValueError, match="--adapter-out needs --lora-rank"):
+        RewardTrainConfig(comparisons=[], backbone=Path("b"), out=Path("o"), adapter_out=Path("a"))
 
 
 def test_a_second_publish_of_a_version_is_refused(trained, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

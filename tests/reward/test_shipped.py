@@ -1,0 +1,50 @@
+"""The shipped reward model (agent/weights/rm-synthetic-v5): `webgpt model prepare` merges
+its adapter onto the default policy's weights, and the result scores what the model scored
+when it was trained.
+
+shipped_reference.json holds the first three decided pairs (file order) of the held-out
+comparisons it was measured on (`cmp-q-dev.jsonl`, docs/reward.md) with the rewards the
+trained full-precision checkpoint gave them (`RewardScorer(...).score_texts`). The adapter
+ships in bf16, which moves rewards by about 1e-3.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from webgpt.agent.model import DEFAULT_REWARD_VERSION, prepare_default_reward_model
+from webgpt.infra.checkpoints import load_manifest
+
+pytestmark = pytest.mark.slow
+
+REFERENCE = Path(__file__).parent / "shipped_reference.json"
+SHIPPED_LIMIT = 20_000_000  # bytes: what the repository may hold of a trained artifact
+
+
+def test_the_shipped_adapter_is_small_and_says_what_it_measured() -> None:
+    from webgpt.agent.model import SHIPPED_REWARD_ADAPTER
+
+    manifest = load_manifest(SHIPPED_REWARD_ADAPTER, verify=True)
+    size = sum(p.stat().st_size for p in SHIPPED_REWARD_ADAPTER.iterdir())
+    assert size <= SHIPPED_LIMIT
+    assert manifest.kind == "reward" and manifest.version == DEFAULT_REWARD_VERSION
+    held_out = manifest.metrics["held_out"]  # docs/reward.md reports these figures
+    assert held_out["pairs"] >= 100 and held_out["accuracy"] > 0.5
+    assert (SHIPPED_REWARD_ADAPTER / "DATA_CARD.md").is_file()
+
+
+def test_the_prepared_reward_model_scores_what_training_measured() -> None:
+    from webgpt.reward.scorer import RewardScorer
+
+    folder = prepare_default_reward_model(print)
+    assert (folder.parent / "current").is_symlink()
+    reference = json.loads(REFERENCE.read_text())
+    assert reference["version"] == DEFAULT_REWARD_VERSION
+    scorer = RewardScorer(folder)
+    texts = [text for pair in reference["pairs"] for text in (pair["better"], pair["worse"])]
+    scores = scorer.score_texts(texts)
+    expected = [
+        r for pair in reference["pairs"] for r in (pair["better_reward"], pair["worse_reward"])
+    ]
+    assert scores == pytest.approx(expected, abs=0.05)
