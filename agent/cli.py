@@ -9,12 +9,14 @@ from webgpt.agent.answer import Agent, AnswerResult, Scorer
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
+    DEFAULT_REWARD,
     DEFAULT_VERSION,
     default_policy_server,
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
     prepare_default_reward_model,
+    reward_model_folder,
 )
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.registry import PolicyRegistry, describe
@@ -71,8 +73,8 @@ def register(
         "--reward-model",
         type=Path,
         default=None,
-        help="reward checkpoint folder (default with --n > 1: the shipped one, prepared on "
-        "first use)",
+        help=f"reward checkpoint folder; `{DEFAULT_REWARD}` (and the default with --n > 1): "
+        "the shipped one, prepared on first use",
     )
     answer.add_argument(
         "--reward-url", default=None, help="score on this vLLM server (…/v1) serving --reward-model"
@@ -160,8 +162,9 @@ def _answer(args: argparse.Namespace) -> int:
         raise ConfigurationError("give --policy-url and --policy-model together")
     if args.reward_url is not None and args.reward_model is None:
         raise ConfigurationError("--reward-url needs --reward-model (the served checkpoint)")
-    if args.n > 1 and args.reward_model is None:
-        args.reward_model = prepare_default_reward_model(print_progress)
+    args.reward_model = reward_model_folder(
+        args.reward_model, print_progress, default_when_none=args.n > 1
+    )
     scorer = _load_scorer(args.reward_model, args.reward_url)  # fails before vLLM starts
     url, model = (args.policy_url, args.policy_model) if args.policy_url else _local_policy_url()
     result = asyncio.run(_answer_async(args, url, model, scorer))

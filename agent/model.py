@@ -97,11 +97,19 @@ def prepare_default_reward_model(progress: Progress = lambda _: None) -> Path:
     + the shipped reward adapter and head, merged); made on first use. `registry/reward/
     current` names it if nothing does, for a service that follows that alias."""
     from webgpt.agent.registry import CURRENT
-    from webgpt.reward.model import merge_reward_adapter
 
     target = reward_registry_dir() / DEFAULT_REWARD_VERSION
-    if _existing(target):
-        return target
+    if not _existing(target):
+        _merge_default_reward_model(target, progress)
+    current = target.parent / CURRENT
+    if alias_target(current) is None:  # made just now, or by a run stopped before this line
+        point_alias(current, DEFAULT_REWARD_VERSION)
+    return target
+
+
+def _merge_default_reward_model(target: Path, progress: Progress) -> None:
+    from webgpt.reward.model import merge_reward_adapter
+
     adapter = _adapter_manifest(SHIPPED_REWARD_ADAPTER)
     if adapter.base_model != DEFAULT_VERSION:
         raise ModelError(
@@ -117,10 +125,16 @@ def prepare_default_reward_model(progress: Progress = lambda _: None) -> Path:
         target,
         progress,
     )
-    current = target.parent / CURRENT
-    if alias_target(current) is None:
-        point_alias(current, adapter.version)
-    return target
+
+
+def reward_model_folder(
+    given: Path | None, progress: Progress, *, default_when_none: bool
+) -> Path | None:
+    """The reward checkpoint a command names: `default` is the shipped one (prepared on
+    first use), as is nothing at all where the command needs one (best-of-n)."""
+    if given == Path(DEFAULT_REWARD) or (given is None and default_when_none):
+        return prepare_default_reward_model(progress)
+    return given
 
 
 def _existing(target: Path) -> Path | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from webgpt.agent.cli import REGISTRY_HELP, registry_of
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
-from webgpt.agent.model import DEFAULT_REWARD, prepare_default_reward_model
+from webgpt.agent.model import DEFAULT_REWARD, reward_model_folder
 from webgpt.agent.promotion import DEFAULT_MARGIN, Evaluate, format_comparison, promote_gated
 from webgpt.agent.registry import PROMOTIONS, Figures, PolicyRegistry
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
@@ -235,18 +235,15 @@ def _eval(args: argparse.Namespace) -> int:
         return _eval_best_of(args, questions)
     if args.plot is not None:
         raise ConfigurationError("--plot draws best-of-n curves: give --best-of N too")
-    if _is_default(args.reward_model):
-        args.reward_model = prepare_default_reward_model(print_progress)
+    args.reward_model = reward_model_folder(
+        args.reward_model, print_progress, default_when_none=False
+    )
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
     reports = [asyncio.run(_eval_one(args, target, questions)) for target in targets]
     print(format_table(reports))
     if args.json_out is not None:
         args.json_out.write_text(json.dumps([r.to_json() for r in reports], indent=2))
     return 0
-
-
-def _is_default(reward_model: Path | None) -> bool:
-    return reward_model == Path(DEFAULT_REWARD)
 
 
 def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, SessionConfig]":
@@ -289,8 +286,9 @@ def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
 
     if args.temperature <= 0 or not 1 <= args.best_of <= 64:
         raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
-    if args.reward_model is None or _is_default(args.reward_model):
-        args.reward_model = prepare_default_reward_model(print_progress)
+    args.reward_model = reward_model_folder(
+        args.reward_model, print_progress, default_when_none=True
+    )
     targets = [parse_policy_target(spec) for spec in args.policy or ["default"]]
     labels = [target.label for target in targets]
     if len(set(labels)) != len(labels):

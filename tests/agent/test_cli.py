@@ -92,6 +92,12 @@ def test_best_of_n_without_a_reward_model_uses_the_shipped_one(
     assert body["versions"]["reward"] == DEFAULT_REWARD_VERSION
     assert len(body["candidates"]) == 2 and body["best"] in (0, 1)
     assert all(c["reward"] is not None for c in body["candidates"])
+    named = answer(
+        offline_store, "crow corvus", "--reward-model", "default", "--policy-url", policy_url,
+        "--policy-model", "scripted", "--json", home=tmp_path / "home",
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert json.loads(named.stdout)["versions"]["reward"] == DEFAULT_REWARD_VERSION
 
 
 def test_answer_errors_are_one_clear_line(offline_store: Path, policy_url: str) -> None:

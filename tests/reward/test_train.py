@@ -210,10 +210,10 @@ def test_model_prepare_merges_the_shipped_reward_adapter_onto_the_default_policy
     from webgpt.agent.errors import ModelError
 
     monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
-    backbone = published_backbone(tmp_path, default.DEFAULT_VERSION)
+    # the default policy as `webgpt model prepare` leaves it in the registry, tiny
+    backbone = published_backbone(default.policy_registry_dir(), default.DEFAULT_VERSION)
     checkpoint, adapter = train_with_adapter(tmp_path, backbone, default.DEFAULT_REWARD_VERSION)
     monkeypatch.setattr(default, "SHIPPED_REWARD_ADAPTER", adapter)
-    monkeypatch.setattr(default, "prepare_default_model", lambda progress=None: backbone)
 
     prepared = default.prepare_default_reward_model()
     assert prepared == tmp_path / "home" / "registry" / "reward" / default.DEFAULT_REWARD_VERSION
@@ -227,6 +227,9 @@ def test_model_prepare_merges_the_shipped_reward_adapter_onto_the_default_policy
     )
     assert RewardScorer(prepared).name == default.DEFAULT_REWARD_VERSION
     assert default.prepare_default_reward_model() == prepared  # made once
+    (prepared.parent / "current").unlink()  # a run stopped between publish and alias
+    assert default.prepare_default_reward_model() == prepared
+    assert (prepared.parent / "current").resolve() == prepared
 
     other = published_backbone(tmp_path / "other", "another-policy")
     _, foreign = train_with_adapter(tmp_path / "other", other, "rm-foreign")

@@ -38,17 +38,31 @@ def test_sigterm_ends_a_command_as_ctrl_c_does(offline_store: Path) -> None:
 def test_reward_model_default_serves_the_shipped_one_through_its_alias(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`webgpt serve --reward-model default` (or WEBGPT_REWARD_MODEL=default) prepares the
-    shipped reward model and follows registry/reward/current, which operators re-point."""
+    """`webgpt serve --reward-model default` (or WEBGPT_REWARD_MODEL=default) serves the
+    shipped reward model (here already prepared, tiny) through registry/reward/current,
+    which operators re-point."""
+    from tests.reward.tiny import build_tiny_backbone, write_comparisons
+    from webgpt.agent.model import DEFAULT_REWARD_VERSION
+    from webgpt.reward.config import RewardTrainConfig
+    from webgpt.reward.train import train_reward_model
     from webgpt.service import cli
 
-    prepared = tmp_path / "registry" / "reward" / "rm-shipped"
-    monkeypatch.setattr(cli, "prepare_default_reward_model", lambda progress: prepared)
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
+    comparisons = tmp_path / "c.jsonl"
+    write_comparisons(comparisons, stories=4)
+    reward = tmp_path / "home" / "registry" / "reward"
+    config = RewardTrainConfig(
+        comparisons=[comparisons], backbone=build_tiny_backbone(tmp_path / "backbone"),
+        out=reward, version=DEFAULT_REWARD_VERSION, epochs=1, max_length=64,
+    )  # fmt: skip
+    train_reward_model(config, log=lambda _: None)
+
     args = cli.build_parser().parse_args(["serve", "--reward-model", "default"])
-    assert cli._settings(args).reward_model == prepared.parent / "current"
+    assert cli._settings(args).reward_model == reward / "current"
+    assert (reward / "current").resolve() == reward / DEFAULT_REWARD_VERSION
     monkeypatch.setenv("WEBGPT_REWARD_MODEL", "default")
     assert cli._settings(cli.build_parser().parse_args(["serve"])).reward_model == (
-        prepared.parent / "current"
+        reward / "current"
     )
     given = cli.build_parser().parse_args(["serve", "--reward-model", str(tmp_path / "rm")])
     assert cli._settings(given).reward_model == tmp_path / "rm"
