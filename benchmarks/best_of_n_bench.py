@@ -29,7 +29,7 @@ from webgpt.agent.model import DEFAULT_VERSION, prepare_default_model, prepare_d
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
-from webgpt.evals.questions import Question, contains_gold, load_questions
+from webgpt.evals.questions import answers_correctly, load_questions
 from webgpt.infra.vllm_server import ServerConfig, start, stop
 from webgpt.reward.scorer import RewardScorer
 
@@ -59,7 +59,7 @@ async def bench(args: argparse.Namespace, url: str, model: str) -> None:
                 started = time.perf_counter()
                 result = await agent.answer(question.question, n=n)
                 walls.append(time.perf_counter() - started)
-                right += _correct(question, result.answer, result.declined)
+                right += answers_correctly(result.answer, question.gold_answers)
             print(
                 f"{n:3d} {statistics.median(walls):15.1f} {statistics.mean(walls):6.1f} "
                 f"{max(walls):6.1f} {right / len(questions):8.1%}"
@@ -68,10 +68,6 @@ async def bench(args: argparse.Namespace, url: str, model: str) -> None:
         await scorer.aclose()
         await policy.aclose()
         await web.aclose()
-
-
-def _correct(question: Question, answer: str | None, declined: bool) -> bool:
-    return answer is not None and not declined and contains_gold(answer, question.gold_answers)
 
 
 def main() -> None:

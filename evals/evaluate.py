@@ -34,7 +34,7 @@ from webgpt.agent.targets import PolicyTarget, serving
 from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, offline_web
-from webgpt.evals.questions import Kind, Question, contains_gold, normalize
+from webgpt.evals.questions import Kind, Question, answers_correctly, normalize
 
 Progress = Callable[[int, int, "PolicyReport"], None]
 
@@ -222,9 +222,7 @@ async def evaluate_policy(
                 question=question.question,
                 gold_answers=question.gold_answers,
                 answer=answer,
-                correct=bool(answer)
-                and not declined
-                and contains_gold(answer or "", question.gold_answers),
+                correct=answers_correctly(answer, question.gold_answers),
                 cited=bool(answer) and bool(cited_numbers(answer or "", result.references)),
                 faithful=faithful,
                 actions=result.actions,

@@ -18,6 +18,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from webgpt.agent.declines import is_declined
 from webgpt.agent.errors import DataError
 
 Split = Literal["train", "dev", "test"]
@@ -74,6 +75,11 @@ def normalize(text: str) -> str:
 def contains_gold(answer: str, gold_answers: Iterable[str]) -> bool:
     text = f" {normalize(answer)} "
     return any(f" {normalize(g)} " in text for g in gold_answers if normalize(g))
+
+
+def answers_correctly(answer: str | None, gold_answers: Iterable[str]) -> bool:
+    """A factoid's answer is right when it states a gold answer; a decline never is."""
+    return bool(answer) and not is_declined(answer) and contains_gold(answer or "", gold_answers)
 
 
 def jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
