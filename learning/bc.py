@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +89,12 @@ class BCConfig(TrainingArguments):
         default=1, metadata={"help": "evaluations without progress before early stopping"}
     )
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank; 0 = full fine-tuning"})
-    lora_layers: int = field(default=0, metadata={"help": "LoRA on the top N layers (0 = all)"})
+    lora_layers: int = field(
+        default=0,
+        metadata={
+            "help": "LoRA on the top N layers (0 = all); with --init-adapter, train those only"
+        },
+    )
     init_adapter: Path | None = field(
         default=None,
         metadata={"help": "continue training this LoRA checkpoint of the same base (its rank)"},
@@ -395,6 +401,8 @@ def train_bc(
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True)
+        if config.lora_layers:
+            freeze_below_top_layers(model, config.lora_layers)
     elif config.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
 
@@ -504,6 +512,20 @@ def train_bc(
     discard_checkpoints(work)
     log(f"published {checkpoint}")
     return BCResult(checkpoint, metrics, step_losses)
+
+
+_LAYER_INDEX = re.compile(r"\.layers\.(\d+)\.")
+
+
+def freeze_below_top_layers(model: Any, top: int) -> None:
+    """Train only the continued adapter's weights in the top `top` layers. The frozen ones
+    still apply, and the backward pass stops at the lowest trainable layer, which is what
+    makes a continuation on the CPU cheaper (as `--lora-layers` does for a fresh adapter)."""
+    layers = model.config.num_hidden_layers
+    for name, parameter in model.named_parameters():
+        index = _LAYER_INDEX.search(name)
+        if parameter.requires_grad and index is not None and int(index[1]) < layers - top:
+            parameter.requires_grad_(False)
 
 
 def _step_of(checkpoint: Path | None) -> int:

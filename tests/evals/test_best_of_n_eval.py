@@ -196,6 +196,25 @@ def test_eval_best_of_samples_once_and_reports_every_n(
     assert (tmp_path / "best-of.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_eval_best_of_never_counts_a_decline_as_correct(
+    reward_checkpoint: Path, offline_store: Path, tmp_path: Path
+) -> None:
+    questions, script = crow_question(tmp_path, ["blue"])
+    # the decline names the gold answer, yet declines: only the second answer is right
+    script.answers = ["The pages I found do not say whether the sky is blue.", *script.answers]
+    with serve(fake_policy_app(script)) as base:
+        result = webgpt(
+            "eval", "--questions", str(questions), "--policy", f"bc={base}/v1,scripted",
+            "--best-of", "2", "--temperature", "0.9", "--reward-model", str(reward_checkpoint),
+            "--store", str(offline_store), "--json-out", str(tmp_path / "best-of.json"),
+            home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    samples = json.loads((tmp_path / "best-of.json").read_text())["samples"]["bc"][0]
+    assert all(math.isfinite(r) for r in samples["rewards"])  # both episodes answered
+    assert sorted(samples["correct"]) == [False, True]  # in either order: sampled at once
+
+
 def test_eval_best_of_pairs_a_second_policy_with_the_first_and_keeps_the_samples(
     reward_checkpoint: Path, offline_store: Path, tmp_path: Path
 ) -> None:

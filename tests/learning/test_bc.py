@@ -178,6 +178,13 @@ async def test_training_continues_an_adapter_from_its_weights(
     }
     assert set(weights["first"]) == set(weights["second"])
     assert any(not weights["first"][k].equal(weights["second"][k]) for k in weights["first"])
+    # continued with --lora-layers, only the top layers' weights move
+    whole = train("bc-whole", lora_rank=4)
+    top = train("bc-top", init_adapter=whole.checkpoint, lora_layers=1)
+    before, after = (load_file(r.checkpoint / "adapter_model.safetensors") for r in (whole, top))
+    moved = {k for k in before if not before[k].equal(after[k])}
+    assert moved and all(".layers.1." in k for k in moved)
+    assert any(".layers.0." in k for k in before)
     for base_version, adapter, refusal in [
         ("other", first.checkpoint, "trained on 'tiny', not on the base 'other'"),
         ("tiny", base, "has no readable manifest"),  # a model folder, not a checkpoint
