@@ -115,9 +115,11 @@ def _merge_default_reward_model(target: Path, progress: Progress) -> None:
     adapter = _adapter_manifest(SHIPPED_REWARD_ADAPTER)
     # The backbone is the policy the reward model was trained on, which need not be today's
     # default: a new default policy can ship before a reward model is trained on its answers.
-    backbone = prepare_shipped_policy(
-        adapter.base_model, progress, needed_by=SHIPPED_REWARD_ADAPTER
-    )
+    try:
+        backbone = prepare_shipped_policy(adapter.base_model, progress)
+    except ModelError as error:
+        message = f"{SHIPPED_REWARD_ADAPTER} was trained on {adapter.base_model!r}: {error}"
+        raise ModelError(message) from error
     target.parent.mkdir(parents=True, exist_ok=True)
     _merge_and_publish(
         "reward",
@@ -150,10 +152,10 @@ def _existing(target: Path) -> Path | None:
 
 def prepare_default_model(progress: Progress = lambda _: None) -> Path:
     """The default policy's folder (base + shipped adapter, merged); made on first use."""
-    return prepare_shipped_policy(DEFAULT_VERSION, progress, needed_by=SHIPPED_ADAPTER)
+    return prepare_shipped_policy(DEFAULT_VERSION, progress)
 
 
-def prepare_shipped_policy(version: str, progress: Progress, *, needed_by: Path) -> Path:
+def prepare_shipped_policy(version: str, progress: Progress = lambda _: None) -> Path:
     """The registry folder of a policy shipped as an adapter in agent/weights/ (base +
     adapter, merged), made on first use; one already in the registry is used as it is."""
     target = policy_dir(version)
@@ -162,8 +164,7 @@ def prepare_shipped_policy(version: str, progress: Progress, *, needed_by: Path)
     shipped = SHIPPED_WEIGHTS / version
     if not (shipped / "adapter_config.json").is_file():
         raise ModelError(
-            f"{needed_by} was trained on {version!r}, which is neither in the registry "
-            f"({target}) nor shipped in {SHIPPED_WEIGHTS}"
+            f"no policy {version!r} in the registry ({target}) or in {SHIPPED_WEIGHTS}"
         )
     base = prepare_base_model(progress)
     adapter = _adapter_manifest(shipped)

@@ -235,7 +235,7 @@ def test_model_prepare_merges_the_shipped_reward_adapter_onto_the_default_policy
     _, foreign = train_with_adapter(tmp_path / "other", other, "rm-foreign")
     monkeypatch.setattr(default, "SHIPPED_REWARD_ADAPTER", foreign)
     monkeypatch.setattr(default, "DEFAULT_REWARD_VERSION", "rm-foreign")
-    with pytest.raises(ModelError, match="trained on 'another-policy', which is neither"):
+    with pytest.raises(ModelError, match="trained on 'another-policy': no policy"):
         default.prepare_default_reward_model()
     # a reward model outlives the default it was trained on: its backbone is its own
     older = published_backbone(default.policy_registry_dir(), "an-earlier-default")
