@@ -1,8 +1,10 @@
 """Behavior-cloning throughput: tokens/s and peak memory of `webgpt train bc` on this machine.
 
 Generates scripted demonstrations on the offline web, then trains the embedded default base
-for a fixed number of examples with the shipped adapter's recipe (LoRA r=16 on the top 10
-layers), and with full fine-tuning for comparison. Prints one line per setting.
+for a fixed number of examples with LoRA r=16 on the top 10 layers and on all 30, as a
+continuation of the shipped adapter (`--init-adapter`) on all its layers and on the top 15
+(`--lora-layers 15`, the CPU continuations of docs/training.md), and with full fine-tuning
+for comparison. Prints one line per setting.
 
     .venv/bin/python benchmarks/bc_bench.py [--examples 64]
 """
@@ -38,7 +40,14 @@ def _demos(folder: Path) -> Path:
     return out
 
 
-def _run(setting: str, lora_rank: int, lora_layers: int, demos: Path, examples: int) -> None:
+def _run(
+    setting: str,
+    lora_rank: int,
+    lora_layers: int,
+    demos: Path,
+    examples: int,
+    init_adapter: Path | None = None,
+) -> None:
     from webgpt.agent.model import BASE_VERSION, prepare_base_model
     from webgpt.learning.bc import BCConfig, train_bc
 
@@ -57,6 +66,7 @@ def _run(setting: str, lora_rank: int, lora_layers: int, demos: Path, examples: 
                 validity_prompts=0,
                 lora_rank=lora_rank,
                 lora_layers=lora_layers,
+                init_adapter=init_adapter,
             ),
             log=lambda _: None,
         )
@@ -81,10 +91,14 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=64)
     parser.add_argument("--full", action="store_true", help="also full fine-tuning")
     args = parser.parse_args()
+    from webgpt.agent.model import SHIPPED_ADAPTER
+
     with tempfile.TemporaryDirectory() as tmp:
         demos = _demos(Path(tmp))
         _run("LoRA r16, top 10 layers", 16, 10, demos, args.examples)
         _run("LoRA r16, all 30 layers", 16, 0, demos, args.examples)
+        _run("continued, all 30 layers", 16, 0, demos, args.examples, SHIPPED_ADAPTER)
+        _run("continued, top 15 layers", 16, 15, demos, args.examples, SHIPPED_ADAPTER)
         if args.full:
             _run("full fine-tuning", 0, 0, demos, args.examples)
 

@@ -397,6 +397,11 @@ def train_bc(
     held_prompts = [e.prompt for e in val_examples if e.kind == "command"][
         : config.validity_prompts
     ]
+    layers = model.config.num_hidden_layers
+    if not 0 <= config.lora_layers <= layers:
+        raise ConfigurationError(
+            f"--lora-layers {config.lora_layers}: the base has {layers} layers"
+        )
     if config.init_adapter is not None:
         from peft import PeftModel
 
@@ -406,7 +411,6 @@ def train_bc(
     elif config.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
 
-        layers = model.config.num_hidden_layers
         top = list(range(layers - config.lora_layers, layers)) if config.lora_layers else None
         model = get_peft_model(
             model,

@@ -83,6 +83,11 @@ def main() -> None:
     parser.add_argument("--later-quotes", type=int, default=0)
     parser.add_argument("--exclude", type=Path, help="an earlier continuation's data")
     args = parser.parse_args()
+    counts = (args.factoid, args.longform, args.longform_full, args.declines, args.on_page)
+    if min(counts) < 0 or not 0 <= args.later_quotes <= args.on_page:
+        parser.error("counts are 0 or more, and --later-quotes at most --on-page")
+    if args.longform_full > args.longform:
+        parser.error("--longform-full is at most --longform")
 
     with args.demonstrations.open() as lines:
         rows = [json.loads(line) for line in lines]

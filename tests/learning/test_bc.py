@@ -185,6 +185,10 @@ async def test_training_continues_an_adapter_from_its_weights(
     moved = {k for k in before if not before[k].equal(after[k])}
     assert moved and all(".layers.1." in k for k in moved)
     assert any(".layers.0." in k for k in before)
+    for wrong in (3, -1):  # the tiny base has two layers
+        with pytest.raises(ConfigurationError, match=f"--lora-layers {wrong}: the base has 2"):
+            train(f"bc-wrong{wrong}", init_adapter=whole.checkpoint, lora_layers=wrong)
+    assert not (tmp_path / "registry" / "bc-wrong3").exists()
     for base_version, adapter, refusal in [
         ("other", first.checkpoint, "trained on 'tiny', not on the base 'other'"),
         ("tiny", base, "has no readable manifest"),  # a model folder, not a checkpoint

@@ -67,3 +67,19 @@ def test_the_script_draws_each_kind_cut_and_leaves_out_an_earlier_runs_questions
     assert len(on_page) == 4 and "question 1" not in {r["question"] for r in on_page}
     assert sum(continuation_data.quotes_past_opening(r) for r in on_page) == 3
     assert all(r["steps"][0]["command"].startswith("Quote:") for r in on_page)
+
+
+def test_counts_that_cannot_be_drawn_are_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    demos = tmp_path / "demos.jsonl"
+    demos.write_text(json.dumps(episode(0, "factoid", LATER)) + "\n")
+    out = tmp_path / "out.jsonl"
+    for options in (["--on-page", "1", "--later-quotes", "2"], ["--declines", "-1"]):
+        run = subprocess.run(
+            [sys.executable, str(SCRIPT), str(demos), str(out), *options],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 2 and "--later-quotes at most --on-page" in run.stderr
+    assert not out.exists()
