@@ -28,12 +28,13 @@ import json
 import math
 import random
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainingArguments
+from transformers import TrainerCallback, TrainingArguments
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy, SchedulerType
 
 from webgpt.agent.errors import ConfigurationError, DataError
@@ -100,6 +101,13 @@ class BCConfig(TrainingArguments):
         metadata={"help": "continue training this LoRA checkpoint of the same base (its rank)"},
     )
     validity_prompts: int = field(default=24, metadata={"help": "held-out prompts to sample"})
+    max_minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "stop after this many minutes of training, evaluate and keep the best "
+            "weights so far (a run sized to a GPU lease)"
+        },
+    )
     resume: bool = field(
         default=False,
         metadata={
@@ -182,6 +190,8 @@ class BCConfig(TrainingArguments):
             self.per_device_eval_batch_size = self.per_device_train_batch_size
         if self.warmup_steps < 0:  # 5% of an epoch, as a share of all steps
             self.warmup_steps = min(0.05 / max(self.num_train_epochs, 1.0), 0.5)
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ConfigurationError("--max-minutes must be above 0")
         if self.bf16 is None:
             import torch
 
@@ -360,7 +370,6 @@ def train_bc(
         AutoTokenizer,
         EarlyStoppingCallback,
         Trainer,
-        TrainerCallback,
     )
 
     # checked before any data or weights are loaded, so a wrong adapter or a work folder
@@ -435,6 +444,7 @@ def train_bc(
                 log(f"step {state.global_step}: validation loss {logs['eval_loss']:.4f}")
 
     has_validation = bool(val_rows)
+    budget = TimeBudget(config.max_minutes, evaluate=has_validation, log=log)
     arguments = copy.copy(config)
     if not has_validation:  # nothing to evaluate: no evaluation, no best weights to keep
         arguments.eval_strategy = IntervalStrategy.NO
@@ -445,7 +455,7 @@ def train_bc(
         train_dataset=train_rows,
         eval_dataset=val_rows or None,
         data_collator=collator(tokenizer),
-        callbacks=[_LossLog()]
+        callbacks=[_LossLog(), budget]
         + (
             [EarlyStoppingCallback(early_stopping_patience=config.patience)]
             if arguments.load_best_model_at_end
@@ -486,6 +496,7 @@ def train_bc(
         "validation_examples": len(val_rows),
         "left_out_too_long": long_train + long_val,
         "steps": trainer.state.global_step,
+        "stop_reason": budget.stop_reason,
         "resumed_from_step": _step_of(resume_from) if resume_from else None,
         "evaluations": evaluations,
         "train_runtime_s": round(runtime, 1),
@@ -516,6 +527,35 @@ def train_bc(
     discard_checkpoints(work)
     log(f"published {checkpoint}")
     return BCResult(checkpoint, metrics, step_losses)
+
+
+class TimeBudget(TrainerCallback):
+    """Ends training once `minutes` of it have passed (a run sized to a lease): the step it
+    stops at is evaluated and saved, so the best weights so far are the ones published.
+    Without minutes it stops nothing. `stop_reason` says how training ended."""
+
+    def __init__(self, minutes: float | None, evaluate: bool, log: Callable[[str], None]):
+        self.minutes, self.evaluate, self.log = minutes, evaluate, log
+        self.deadline = math.inf
+        self.stop_reason = "epochs"
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if self.minutes is not None:
+            self.deadline = time.monotonic() + self.minutes * 60
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if time.monotonic() < self.deadline or state.global_step >= state.max_steps:
+            return
+        self.stop_reason = f"the time budget of {self.minutes:g} minutes"
+        self.log(f"stopping at step {state.global_step}/{state.max_steps}: {self.stop_reason}")
+        control.should_training_stop = True
+        # by a "steps" strategy only: the epoch's end follows a stop and does it by "epoch"
+        control.should_save = args.save_strategy == SaveStrategy.STEPS
+        control.should_evaluate = self.evaluate and args.eval_strategy == IntervalStrategy.STEPS
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if self.stop_reason == "epochs" and state.global_step < state.max_steps:
+            self.stop_reason = "early stopping on the validation loss"
 
 
 _LAYER_INDEX = re.compile(r"\.layers\.(\d+)\.")

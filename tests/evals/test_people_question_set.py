@@ -14,6 +14,11 @@ PEOPLE_QUESTIONS = Path(__file__).parents[2] / "data" / "questions" / "people.js
 _LINK = re.compile(r"【\d+†([^†】]*)(?:†[^】]*)?】")
 
 
+def plain_text(lines: list[str]) -> str:
+    """A page's text as one line, links as their text, normalised as `webgpt eval` does."""
+    return " " + normalize(_LINK.sub(r"\1", " ".join(lines))) + " "
+
+
 def test_the_set_has_every_kind_split_by_page() -> None:
     questions = load_questions(PEOPLE_QUESTIONS)
     kinds = Counter(q.kind for q in questions)
@@ -42,8 +47,7 @@ async def test_every_gold_answer_and_key_point_is_on_its_page(embedded_web_store
             if question.url is None:
                 continue
             page = await cache.get(question.url)
-            plain = _LINK.sub(r"\1", " ".join(page.lines))  # links as their text
-            text = f" {normalize(plain)} "
+            text = plain_text(page.lines)
             wanted = [question.gold_answers] if question.kind == "factoid" else question.key_points
             for phrases in wanted:
                 if not any(f" {normalize(p)} " in text for p in phrases):

@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from webgpt.infra.trainer_options import parse_config
 from webgpt.learning.bc import (
     BCConfig,
     BCResult,
+    TimeBudget,
     collator,
     examples_of,
     tokenize_example,
@@ -62,6 +64,19 @@ def build_tiny_policy(folder: Path, texts: list[str]) -> Path:
         LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+async def demos_and_tiny_base(
+    web: Web, tmp_path: Path, keep: int | None = None
+) -> tuple[Path, Path]:
+    """The scripted demonstrations (the first `keep`), all of split train, in a file, and a
+    tiny base whose tokenizer was trained on their text."""
+    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(web)]
+    demos = demos[:keep]
+    demo_file = tmp_path / "demos.jsonl"
+    write_demonstrations(demo_file, demos)
+    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
+    return demo_file, build_tiny_policy(tmp_path / "base", texts)
 
 
 @pytest.mark.slow  # about a minute of training on 2 cores
@@ -111,12 +126,7 @@ async def test_a_tiny_policy_learns_to_write_commands(learning_web: Web, tmp_pat
 
 
 async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path) -> None:
-    demos = [d.model_copy(update={"split": "train"}) for d in await scripted_demos(learning_web)]
-    demos = demos[:2]
-    demo_file = tmp_path / "demos.jsonl"
-    write_demonstrations(demo_file, demos)
-    texts = [e.prompt + e.completion for d in demos for e in examples_of(d)]
-    base = build_tiny_policy(tmp_path / "base", texts)
+    demo_file, base = await demos_and_tiny_base(learning_web, tmp_path, keep=2)
     result = train_bc(
         BCConfig(
             demonstrations=[demo_file],
@@ -135,6 +145,48 @@ async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path)
     assert "model.safetensors" not in files
     adapter = json.loads((result.checkpoint / "adapter_config.json").read_text())
     assert adapter["layers_to_transform"] == [1]
+
+
+@pytest.mark.parametrize("strategy", ["epoch", "steps"])
+async def test_a_time_budget_stops_training_and_keeps_the_weights_it_reached(
+    learning_web: Web, tmp_path: Path, strategy: str
+) -> None:
+    demo_file, base = await demos_and_tiny_base(learning_web, tmp_path)
+    lines: list[str] = []
+    result = train_bc(
+        BCConfig(
+            demonstrations=[demo_file],
+            base=base,
+            out=tmp_path / "registry",
+            num_train_epochs=3,
+            per_device_train_batch_size=2,
+            lora_rank=4,
+            validation_fraction=0.25,
+            validity_prompts=0,
+            max_minutes=1e-9,  # spent before the first step ends: a stop that is not a race
+            eval_strategy=strategy,
+        ),
+        log=lines.append,
+    )
+    metrics = load_manifest(result.checkpoint, verify=True).metrics
+    assert metrics["steps"] == 1
+    assert metrics["stop_reason"] == "the time budget of 1e-09 minutes"
+    assert [e["step"] for e in metrics["evaluations"]] == [1]  # the stop is evaluated
+    assert any(line.startswith("stopping at step 1/") for line in lines)
+
+
+def test_a_run_that_ends_before_its_steps_within_its_budget_stopped_early() -> None:
+    budget = TimeBudget(60, evaluate=True, log=lambda _: None)
+    budget.on_train_end(None, SimpleNamespace(global_step=3, max_steps=10), None)
+    assert budget.stop_reason == "early stopping on the validation loss"
+    budget = TimeBudget(None, evaluate=True, log=lambda _: None)
+    budget.on_train_end(None, SimpleNamespace(global_step=10, max_steps=10), None)
+    assert budget.stop_reason == "epochs"
+
+
+def test_a_time_budget_must_be_above_zero(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="--max-minutes must be above 0"):
+        BCConfig(demonstrations=[tmp_path / "d.jsonl"], base=tmp_path, out=tmp_path, max_minutes=0)
 
 
 async def test_training_continues_an_adapter_from_its_weights(
