@@ -1,0 +1,64 @@
+"""scripts/question_batches.py: the pages handed to people who write training questions."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from webgpt.evals.questions import split_of
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "question_batches.py"
+PAGE = re.compile(
+    r"### PAGE (\d+)-(\d+)\nurl: (\S+)\ntitle: .+\n(?:description: .+\n)?((?:\[\d+\] .+\n)+)"
+)
+
+
+def batches(store: Path, out: Path, *args: str) -> dict[str, str]:
+    subprocess.run(
+        [sys.executable, str(SCRIPT), str(out), "--store", str(store), *args], check=True
+    )
+    return {path.name: path.read_text() for path in sorted(out.glob("batch_*.txt"))}
+
+
+@pytest.mark.slow  # the full offline web
+def test_batches_hold_training_pages_numbered_by_sentence_and_never_repeat_one(
+    embedded_web_store: Path, tmp_path: Path
+) -> None:
+    made = batches(embedded_web_store, tmp_path / "a", "--batches", "2", "--pages-each", "1")
+    assert list(made) == ["batch_0.txt", "batch_1.txt"]
+    urls = []
+    for name, text in made.items():
+        pages = PAGE.findall(text)
+        assert len(pages) == 1 and "".join(p[0] for p in pages) == name[6]
+        for _, _, url, sentences in pages:
+            assert split_of(url) == "train"  # never a dev or test page
+            numbered = re.findall(r"\[(\d+)\] ", sentences)
+            assert numbered == [str(n) for n in range(1, len(numbered) + 1)]
+            assert len(numbered) >= 3  # an opening and at least two sentences after it
+            urls.append(url)
+    assert len(set(urls)) == len(urls)
+    # batch k is always the same pages: a later drawing goes on from where one stopped
+    again = batches(
+        embedded_web_store, tmp_path / "b", "--batches", "1", "--first", "1", "--pages-each", "1"
+    )
+    assert again == {"batch_1.txt": made["batch_1.txt"]}
+
+
+def test_asking_for_more_pages_than_there_are_says_so(learning_store: Path, tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            str(tmp_path),
+            "--store",
+            str(learning_store),
+            "--batches",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2 and "pages to draw from" in run.stderr
+    assert not list(tmp_path.glob("batch_*.txt"))
