@@ -37,11 +37,11 @@ PY
 fi
 echo "base ready after $(( $(date +%s) - started )) s"
 python3 - "$@" <<'PY' 2>&1 | tee "$OUT/train.log"
-import sys
+import os, shutil, sys
 from webgpt.infra.trainer_options import parse_config
 from webgpt.learning.bc import BCConfig, train_bc
 result = train_bc(parse_config(BCConfig, sys.argv[1:], "webgpt train bc"), log=print)
-print(result.checkpoint)
+for published in result.checkpoint.iterdir():  # adapter, manifest, config: back with the reply
+    shutil.copy(published, os.environ["OUT"])
 PY
-cp /tmp/registry/*/* "$OUT/"
 echo "done after $(( $(date +%s) - started )) s"

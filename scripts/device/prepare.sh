@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 BASE=${BASE:-$HOME/.cache/webgpt/registry/policy/smollm2-135m-instruct-q4_1}
+mkdir -p .git/info && touch .git/info/exclude
 grep -qx "/.gpu/" .git/info/exclude || echo "/.gpu/" >> .git/info/exclude
 rm -rf .gpu && mkdir -p .gpu/whl .gpu/part1 .gpu/part2 .gpu/data .gpu/scripts/base_meta
 pip_download() {
