@@ -230,7 +230,7 @@ def wikipedia_questions(
             )
 
 
-def _wikipedia_page(body: bytes) -> tuple[str, list[str], str]:
+def wikipedia_page(body: bytes) -> tuple[str, list[str], str]:
     """(description, sentences of the summary, topic) of a page built by browser.corpus."""
     doc = lxml.html.document_fromstring(body)
     description, topic = "", ""
@@ -897,7 +897,7 @@ def generate_questions(
         if body is None:
             continue
         if page.source == "wikipedia":
-            description, sentences, topic = _wikipedia_page(body)
+            description, sentences, topic = wikipedia_page(body)
             factoids = [
                 *wikipedia_questions(page.url, page.title, description, sentences, topic, rng),
                 *relation_questions(page.url, page.title, sentences, topic, rng),
@@ -950,7 +950,7 @@ def _linked_page(
         linked = store.body(target) if target in titles else None
         if linked is None:
             continue
-        _, sentences, topic = _wikipedia_page(linked)
+        _, sentences, topic = wikipedia_page(linked)
         return target, titles[target], sentences, topic
     return None
 

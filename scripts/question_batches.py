@@ -16,11 +16,12 @@ import json
 import random
 import sqlite3
 import zlib
+from contextlib import closing
 from pathlib import Path
 
 from webgpt.evals.questions import split_of
 from webgpt.infra.settings import webgpt_home
-from webgpt.learning.question_generator import _wikipedia_page
+from webgpt.learning.question_generator import wikipedia_page
 
 PEOPLE = Path(__file__).parents[1] / "data" / "questions" / "people.jsonl"
 
@@ -36,12 +37,12 @@ def main() -> None:
     with PEOPLE.open() as lines:
         people = {json.loads(line).get("url") for line in lines}
     pages = []
-    with sqlite3.connect(args.store) as store:
+    with closing(sqlite3.connect(args.store)) as store:
         rows = store.execute("SELECT url, title, body FROM pages WHERE source = 'wikipedia'")
         for url, title, body in rows:
             if split_of(url) != "train" or url in people:
                 continue
-            description, sentences, _ = _wikipedia_page(zlib.decompress(body))
+            description, sentences, _ = wikipedia_page(zlib.decompress(body))
             if sum(40 <= len(s) <= 400 for s in sentences[1:]) >= 2:
                 pages.append((url, title, description, sentences))
     random.Random(31).shuffle(pages)

@@ -1,5 +1,6 @@
 """scripts/question_batches.py: the pages handed to people who write training questions."""
 
+import os
 import re
 import subprocess
 import sys
@@ -9,7 +10,10 @@ import pytest
 
 from webgpt.evals.questions import split_of
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "question_batches.py"
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "question_batches.py"
+# the script imports webgpt: this checkout's, whichever one the interpreter has installed
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 PAGE = re.compile(
     r"### PAGE (\d+)-(\d+)\nurl: (\S+)\ntitle: .+\n(?:description: .+\n)?((?:\[\d+\] .+\n)+)"
 )
@@ -17,7 +21,9 @@ PAGE = re.compile(
 
 def batches(store: Path, out: Path, *args: str) -> dict[str, str]:
     subprocess.run(
-        [sys.executable, str(SCRIPT), str(out), "--store", str(store), *args], check=True
+        [sys.executable, str(SCRIPT), str(out), "--store", str(store), *args],
+        check=True,
+        env=ENV,
     )
     return {path.name: path.read_text() for path in sorted(out.glob("batch_*.txt"))}
 
@@ -59,6 +65,7 @@ def test_asking_for_more_pages_than_there_are_says_so(learning_store: Path, tmp_
         ],
         capture_output=True,
         text=True,
+        env=ENV,
     )
     assert run.returncode == 2 and "pages to draw from" in run.stderr
     assert not list(tmp_path.glob("batch_*.txt"))
