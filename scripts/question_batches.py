@@ -14,13 +14,11 @@ the same pages, so --first continues a drawing without repeating a page.
 import argparse
 import json
 import random
-import sqlite3
-import zlib
-from contextlib import closing
 from pathlib import Path
 
+from webgpt.browser.errors import CorpusError
+from webgpt.browser.offline import OfflineWeb, default_store_path
 from webgpt.evals.questions import split_of
-from webgpt.infra.settings import webgpt_home
 from webgpt.learning.question_generator import wikipedia_page
 
 PEOPLE = Path(__file__).parents[1] / "data" / "questions" / "people.jsonl"
@@ -32,19 +30,24 @@ def main() -> None:
     parser.add_argument("--batches", type=int, required=True)
     parser.add_argument("--first", type=int, default=0, help="number of the first batch")
     parser.add_argument("--pages-each", type=int, default=170)
-    parser.add_argument("--store", type=Path, default=webgpt_home() / "offline-web.sqlite")
+    parser.add_argument("--store", type=Path, default=None, help="offline web file")
     args = parser.parse_args()
     with PEOPLE.open() as lines:
         people = {json.loads(line).get("url") for line in lines}
+    try:
+        store = OfflineWeb(args.store or default_store_path())
+    except CorpusError as error:
+        parser.error(str(error))
     pages = []
-    with closing(sqlite3.connect(args.store)) as store:
-        rows = store.execute("SELECT url, title, body FROM pages WHERE source = 'wikipedia'")
-        for url, title, body in rows:
-            if split_of(url) != "train" or url in people:
-                continue
-            description, sentences, _ = wikipedia_page(zlib.decompress(body))
-            if sum(40 <= len(s) <= 400 for s in sentences[1:]) >= 2:
-                pages.append((url, title, description, sentences))
+    for page in store.pages():
+        if page.source != "wikipedia" or split_of(page.url) != "train" or page.url in people:
+            continue
+        body = store.body(page.url)
+        if body is None:
+            continue
+        description, sentences, _ = wikipedia_page(body)
+        if sum(40 <= len(s) <= 400 for s in sentences[1:]) >= 2:
+            pages.append((page.url, page.title, description, sentences))
     random.Random(31).shuffle(pages)
     needed = (args.first + args.batches) * args.pages_each
     if args.batches < 1 or needed > len(pages):

@@ -69,3 +69,25 @@ def test_asking_for_more_pages_than_there_are_says_so(learning_store: Path, tmp_
     )
     assert run.returncode == 2 and "pages to draw from" in run.stderr
     assert not list(tmp_path.glob("batch_*.txt"))
+
+
+def test_a_missing_or_broken_store_is_named(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.sqlite"
+    broken.write_text("not a database")
+    for store in (tmp_path / "absent.sqlite", broken):
+        run = subprocess.run(
+            [
+                sys.executable,
+                str(SCRIPT),
+                str(tmp_path / "out"),
+                "--store",
+                str(store),
+                "--batches",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            env=ENV,
+        )
+        assert run.returncode == 2 and str(store) in run.stderr, run.stderr
+        assert not (tmp_path / "out").exists()
