@@ -2,11 +2,11 @@
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from webgpt.agent.declines import is_declined, uncited_decline
-from webgpt.agent.grammar import answer_regex, browsing_regex, with_stop
+from webgpt.agent.grammar import Quoted, answer_regex, browsing_regex, with_stop
 from webgpt.agent.policy import Policy, Sampling, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from webgpt.agent.trace import (
@@ -86,14 +86,14 @@ def served_answer(text: str, quote_count: int) -> tuple[str, list[int]]:
     return check_citations(uncited_decline(text.strip()), quote_count)
 
 
-def answer_sampling(config: EpisodeConfig, quote_count: int) -> Sampling:
-    """How the answer is sampled from the answer-phase prompt of `quote_count` quotes."""
+def answer_sampling(config: EpisodeConfig, question: str, quotes: Sequence[Quoted]) -> Sampling:
+    """How the answer to the question is sampled from the answer-phase prompt of its quotes."""
     return Sampling(
         n=1,
         temperature=config.temperature,
         max_tokens=config.answer_max_tokens,
         stop=ANSWER_STOP,
-        regex=with_stop(answer_regex(quote_count), ANSWER_STOP[0]) if config.guided else None,
+        regex=with_stop(answer_regex(question, quotes), ANSWER_STOP[0]) if config.guided else None,
     )
 
 
@@ -178,7 +178,7 @@ async def write_answer(
         return
     prompt = session.answer_prompt()
     result.answer_prompt = prompt
-    sampling = answer_sampling(config, len(session.quotes))
+    sampling = answer_sampling(config, session.question, session.quotes)
     clock = time.perf_counter()
     parts: list[str] = []
     async for chunk in policy.stream(prompt, sampling):

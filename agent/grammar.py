@@ -5,13 +5,15 @@ policy can only click links that exist, quote text that is on the page in view, 
 when there is history, and end with an answer only once it holds a quote. Near the action
 limit it steers a policy with no quote yet to quote, so small untrained models still finish
 episodes with an answer (`force_finish`). The answer grammar admits only citations of
-collected quotes, and at least one.
+collected quotes, and at least one, and only numbers that the question or a quote shows.
 
 The regex dialect is the common subset that vLLM's structured-output backends accept:
 literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they reject).
 """
 
 import re
+from collections.abc import Sequence
+from typing import Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
 from webgpt.browser.session import BrowserSession
@@ -25,15 +27,21 @@ MIN_QUOTE_CHARS = 20
 MAX_LINK_CHOICES = 300
 # A long-form answer's first sentence cites its quote at its end: x 4 tokens a character at
 # most = 560 < EpisodeConfig.answer_max_tokens, so the first citation always fits. This is
-# the grammars' one bounded run of free text. The engine compiles a bounded run into one
-# state per character, each with its token mask (~10 ms a state on this CPU, per grammar,
-# and a browsing grammar is new at every step); every other free text is unbounded and
-# kept short by max_tokens (benchmarks/grammar_bench.py, docs/benchmarks.md).
+# the grammars' one long bounded run of free text (the answer's end is 3 states). The
+# engine compiles a bounded run into one state per character, each with its token mask
+# (~10 ms a state on this CPU, per grammar, and a browsing grammar is new at every step);
+# every other free text is unbounded and kept short by max_tokens
+# (benchmarks/grammar_bench.py, docs/benchmarks.md).
 FIRST_CITATION_CHARS = 140
 # Text between two citations is at least this long: with none, a small policy under guided
 # decoding repeats ". [1]" up to MAX_CITATIONS times (docs/questions.md).
 MIN_SENTENCE_CHARS = 6
 MAX_CITATIONS = 8
+# After the last citation, its full stop. Unbounded, a looping policy wrote on there to the
+# token limit ("json.dumps\")) [1].to_json() [1]… (json.dumps) — dumps JSON", v10, v11).
+MAX_TAIL_CHARS = 3
+# A number as a quote writes it: digits, and digits after a "," or "." ("1,460,148", "3.7").
+NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 
 
@@ -129,14 +137,43 @@ def with_stop(regex: str, stop: str) -> str:
     return f"({regex})({escaped})?"
 
 
-def answer_regex(quote_count: int) -> str:
-    """One paragraph citing collected quotes as [n], at most MAX_CITATIONS times, nothing
-    else in square brackets; or a decline (agent.declines), which cites nothing. The first
-    citation comes within FIRST_CITATION_CHARS characters: a byte-level tokenizer spends at
-    most 4 tokens on a character, so even an answer of emoji reaches it inside the answer's
-    token budget (EpisodeConfig.answer_max_tokens)."""
-    cite = _alternatives([f"\\[{n}\\]" for n in range(1, quote_count + 1)])
-    text = "[^\\[\\]■\\n]"
+class Quoted(Protocol):
+    """A collected quote as an answer sees it (CollectedQuote, Reference, DemoQuote)."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def extract(self) -> str: ...
+
+
+def shown_numbers(question: str, quotes: Sequence[Quoted]) -> list[str]:
+    """The numbers that the question and the quotes (titles and text) show, each once."""
+    texts = [question, *(f"{q.title}\n{q.extract}" for q in quotes)]
+    return sorted({n for text in texts for n in NUMBER.findall(text)}, key=lambda n: (len(n), n))
+
+
+def answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
+    """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
+    square brackets, no number that the question and quotes do not show, and at most
+    MAX_TAIL_CHARS after the last citation; or a decline (agent.declines), which cites
+    nothing.
+
+    Where they show no number, the first citation comes within FIRST_CITATION_CHARS
+    characters: a byte-level tokenizer spends at most 4 tokens on a character, so even an
+    answer of emoji reaches it inside the answer's token budget
+    (EpisodeConfig.answer_max_tokens). Where they do, the grammar names those numbers and
+    so is new at every answer, and that run is unbounded: bounded, it would take ~2 s to
+    compile at every answer instead of ~0.2 s (benchmarks/grammar_bench.py)."""
+    cite = _alternatives([f"\\[{n}\\]" for n in range(1, len(quotes) + 1)])
+    text = "[^\\[\\]■\\n0-9]"  # ASCII digits come only as a shown number
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
-    more = f"({text}{{{MIN_SENTENCE_CHARS},}}{cite}){{0,{MAX_CITATIONS - 1}}}"
-    return f"({first}{cite}{more}{text}*|{DECLINE_REGEX})"
+    sentence = f"{text}{{{MIN_SENTENCE_CHARS},}}"
+    numbers = shown_numbers(question, quotes)
+    if numbers:
+        # Text follows each number, so two numbers never run together into a third one.
+        numbered = f"({_alternatives([_literal(n) for n in numbers])}{text}+)+"
+        first = f"({text}{{10,}}|{text}*{numbered})"
+        sentence = f"({sentence}|{text}+{numbered})"
+    more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
+    return f"({first}{cite}{more}{text}{{0,{MAX_TAIL_CHARS}}}|{DECLINE_REGEX})"

@@ -1,13 +1,15 @@
-"""Guided-decoding grammar benchmark: what compiling the policy's grammars costs the engine.
+"""Guided-decoding grammar benchmark: what the policy's grammars cost the engine.
 
     .venv/bin/python benchmarks/grammar_bench.py
 
 vLLM compiles each request's regex with xgrammar (its default structured-output backend)
-before the first token, and caches it by pattern. A browsing grammar names the quotes and
-links in view, so it is new at every step; an answer grammar depends only on the number of
-quotes. This compiles, with the default policy's tokenizer and no cache, the grammars of a
-real page of the offline web (`webgpt corpus build`) and, for comparison, the same grammars
-with the bounded free-text runs they had before (docs/benchmarks.md has the figures).
+before the first token, and caches it by pattern; while decoding it fills each token's mask
+from the compiled grammar. A browsing grammar names the quotes and links in view, so it is
+new at every step; an answer grammar names the quotes' numbers, so where they show any it is
+new at every answer. This compiles, with the default policy's tokenizer and no cache, the
+grammars of a real page of the offline web (`webgpt corpus build`) and, for comparison, the
+same grammars with the bounded free-text runs they had before or could have, then times the
+masks of an answer's tokens (docs/benchmarks.md has the figures).
 """
 
 import asyncio
@@ -18,8 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from webgpt.agent.grammar import answer_regex, browsing_regex, with_stop
+from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, browsing_regex, with_stop
 from webgpt.agent.model import prepare_base_model
+from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 
@@ -36,6 +39,27 @@ def answer_regex_before(quote_count: int) -> str:
     decline = f"The pages I found do not say {TEXT}{{3,160}}"
     more = f"({TEXT}{{6,220}}{cite}){{0,7}}"
     return f"({TEXT}{{10,140}}{cite}{more}{TEXT}{{0,150}}|{decline})"
+
+
+def quote(extract: str) -> CollectedQuote:
+    return CollectedQuote(title="Noah Webster", domain="en.wikipedia.org", url="", extract=extract)
+
+
+WEBSTER = "When was Noah Webster born?"
+NO_NUMBER = [quote("Noah Webster was an American lexicographer and textbook pioneer.")]
+NUMBERS = [
+    quote("Noah Webster (October 16, 1758 – May 28, 1843) was an American lexicographer."),
+    quote("His blue-backed speller books taught five generations of American children."),
+    quote("In 1828, at the age of 70, Webster published his American Dictionary."),
+]
+ANSWER = "Noah Webster was born on October 16, 1758 [1]. He published it in 1828 [3]."
+
+
+def numbers_bounded(regex: str) -> str:
+    """The answer grammar with its first run bounded where quotes show numbers too."""
+    unbounded_first = "[^\\[\\]■\\n0-9]{10,}|"
+    assert unbounded_first in regex
+    return regex.replace(unbounded_first, f"[^\\[\\]■\\n0-9]{{10,{FIRST_CITATION_CHARS}}}|")
 
 
 def browsing_before(regex: str) -> str:
@@ -75,20 +99,32 @@ def main() -> None:
         compiler.compile_regex(regex)
         return time.perf_counter() - started
 
+    def mask_ms(regex: str, text: str) -> float:
+        """Milliseconds to fill one token's mask, over the tokens of text."""
+        matcher = xgrammar.GrammarMatcher(compiler.compile_regex(regex))
+        bitmask = xgrammar.allocate_token_bitmask(1, tokenizer.vocab_size)
+        tokens = tokenizer.encode(text)
+        started = time.perf_counter()
+        for token in tokens:
+            matcher.fill_next_token_bitmask(bitmask)
+            assert matcher.accept_token(token), tokenizer.decode([token])
+        return 1000 * (time.perf_counter() - started) / len(tokens)
+
     browsing = [with_stop(g, "\n") for g in asyncio.run(page_grammars())]
+    plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
+    numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
     rows = [
         ("browsing step (4 steps, mean)", browsing, [browsing_before(g) for g in browsing]),
-        *(
-            (f"answer, {n} quote(s)", [with_stop(answer_regex(n), "■")],
-             [with_stop(answer_regex_before(n), "■")])
-            for n in (1, 3)
-        ),
-    ]  # fmt: skip
-    print(f"{'grammar':32} {'now':>8} {'bounded before':>15}")
+        ("answer, 1 quote, no number", [plain], [with_stop(answer_regex_before(1), "■")]),
+        ("answer, 3 quotes, 6 numbers", [numbered], [numbers_bounded(numbered)]),
+    ]
+    print(f"{'grammar':32} {'now':>8} {'bounded':>8}")
     for name, now, before in rows:
         now_s = statistics.mean(seconds(g) for g in now)
         before_s = statistics.mean(seconds(g) for g in before)
-        print(f"{name:32} {now_s:7.2f}s {before_s:14.2f}s")
+        print(f"{name:32} {now_s:7.2f}s {before_s:7.2f}s")
+    print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
+          f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -154,10 +154,12 @@ async def judged_answers_from_one_browse(
     else:
         return []
     answers = [result.answer or ""]  # the browsing episode's own answer is the first sample
+    # Every quote collected: a declined first answer has no references, its samples may.
+    quotes = result.quotes
     answers += await _answers(
-        policy, result.answer_prompt, len(result.references), samples - 1, episode
+        policy, question.question, result.answer_prompt, quotes, samples - 1, episode
     )
-    return [await judge(question, a, result.references, web) for a in answers if a]
+    return [await judge(question, a, quotes, web) for a in answers if a]
 
 
 @dataclass(frozen=True)
@@ -190,20 +192,27 @@ async def judged_answers_from_quotes(
 ) -> list[JudgedAnswer]:
     """samples answers written from quotes already collected, in one request: answer-level
     pairs at the cost of the answers alone (browsing is most of an episode's time)."""
-    answers = await _answers(policy, quoted.answer_prompt, len(quoted.references), samples, episode)
+    answers = await _answers(
+        policy, quoted.question.question, quoted.answer_prompt, quoted.references, samples, episode
+    )
     return [await judge(quoted.question, a, quoted.references, web) for a in answers if a]
 
 
 async def _answers(
-    policy: Policy, answer_prompt: str, quote_count: int, samples: int, episode: EpisodeConfig
+    policy: Policy,
+    question: str,
+    answer_prompt: str,
+    references: Sequence[Reference],
+    samples: int,
+    episode: EpisodeConfig,
 ) -> list[str]:
     """samples answers to one answer prompt, sampled as an episode samples its answer (one
     request with n = samples); citations of no quote removed."""
     if samples < 1:
         return []
-    sampling = replace(answer_sampling(episode, quote_count), n=samples)
+    sampling = replace(answer_sampling(episode, question, references), n=samples)
     completions = await policy.complete(answer_prompt, sampling)
-    return [check_citations(c.text.strip(), quote_count)[0] for c in completions.choices]
+    return [check_citations(c.text.strip(), len(references))[0] for c in completions.choices]
 
 
 @dataclass

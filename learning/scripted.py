@@ -236,8 +236,8 @@ async def _end_and_answer(
     """`End: Answer`, then the record with the answer, if the answer grammar admits it (what
     is demonstrated can also be served)."""
     await recorder.step("End: Answer")
-    quotes = len(recorder.session.quotes)
-    if answer is None or re.fullmatch(answer_regex(quotes), answer) is None:
+    grammar = answer_regex(question.question, recorder.session.quotes)
+    if answer is None or re.fullmatch(grammar, answer) is None:
         return None
     return recorder.finish(
         id=demonstration_id(question),

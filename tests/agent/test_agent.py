@@ -13,6 +13,7 @@ from webgpt.agent.episode import EpisodeConfig, check_citations
 from webgpt.agent.errors import ConfigurationError, PolicyError
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.trace import TraceEvent
+from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 
@@ -22,6 +23,12 @@ CROW_EPISODE = [
     "Quote: Crows can recognise individual human faces and remember them for years.",
     "End: Answer",
 ]
+
+
+def quoted(extract: str, title: str = "Page") -> CollectedQuote:
+    return CollectedQuote(
+        title=title, domain="example.org", url="https://example.org/", extract=extract
+    )
 
 
 class LengthScorer:
@@ -83,7 +90,12 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
 
 
 async def test_grammar_on_a_real_page(web: Web) -> None:
-    from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, browsing_regex
+    from webgpt.agent.grammar import (
+        FIRST_CITATION_CHARS,
+        MAX_TAIL_CHARS,
+        answer_regex,
+        browsing_regex,
+    )
 
     session = web.session(config=SessionConfig(max_actions=7))
     session.reset("q")
@@ -119,14 +131,15 @@ async def test_grammar_on_a_real_page(web: Web) -> None:
     assert browsing_regex(session) == "End: Answer"  # the last action ends with an answer
     # The engine compiles a character class bounded to n into n states, each with its token
     # mask (~1 s for the old {1,100} query at every step): free text is unbounded, but for
-    # the answer's first citation (agent.grammar).
+    # the answer's first citation and its few characters after the last (agent.grammar).
     bounded_text = re.compile(r"\]\{\d+,(\d+)\}")
     for grammar in (empty, forced_search, on_results, on_page, forced):
         assert bounded_text.findall(grammar) == [], grammar
-    assert bounded_text.findall(answer_regex(3)) == [str(FIRST_CITATION_CHARS)]
-    assert re.fullmatch(answer_regex(2), "Crows are birds [1] and ravens too [2].")
-    assert not re.fullmatch(answer_regex(2), "No citation at all, just prose.")
-    assert not re.fullmatch(answer_regex(2), "Dangling citation here [3].")
+    answer = answer_regex("q", [quoted("Crows are birds."), quoted("Ravens too.")])
+    assert bounded_text.findall(answer) == [str(FIRST_CITATION_CHARS), str(MAX_TAIL_CHARS)]
+    assert re.fullmatch(answer, "Crows are birds [1] and ravens too [2].")
+    assert not re.fullmatch(answer, "No citation at all, just prose.")
+    assert not re.fullmatch(answer, "Dangling citation here [3].")
 
 
 async def test_garbage_commands_are_invalid_actions_and_the_episode_ends(
@@ -240,5 +253,52 @@ def test_the_first_citation_always_fits_the_answer_token_budget() -> None:
 
     # Worst case: every character costs 4 tokens (one per UTF-8 byte).
     assert 4 * FIRST_CITATION_CHARS + len("[1]") < EpisodeConfig().answer_max_tokens
-    assert re.fullmatch(answer_regex(1), "x" * FIRST_CITATION_CHARS + "[1]")
-    assert not re.fullmatch(answer_regex(1), "x" * (FIRST_CITATION_CHARS + 1) + "[1]")
+    grammar = answer_regex("Which birds?", [quoted("Crows are birds.")])  # no number shown
+    assert re.fullmatch(grammar, "x" * FIRST_CITATION_CHARS + "[1]")
+    assert not re.fullmatch(grammar, "x" * (FIRST_CITATION_CHARS + 1) + "[1]")
+
+
+def test_an_answer_states_only_numbers_that_its_question_or_quotes_show() -> None:
+    from webgpt.agent.grammar import answer_regex
+
+    webster = quoted(
+        "Noah Webster (October 16, 1758 – May 28, 1843) was an American lexicographer.",
+        title="Noah Webster",
+    )
+    grammar = answer_regex("When was Noah Webster born?", [webster])
+    assert re.fullmatch(grammar, "Noah Webster was born in 1758 [1].")
+    assert re.fullmatch(grammar, "Noah Webster was born on October 16, 1758 [1].")
+    assert re.fullmatch(grammar, "He lived from 1758 to 1843 [1].")
+    assert not re.fullmatch(grammar, "Noah Webster was born in 1755 [1].")  # v10's answer
+    assert not re.fullmatch(grammar, "Noah Webster was born in 175 [1].")  # part of one
+    assert not re.fullmatch(grammar, "Noah Webster was born in 17581843 [1].")  # run together
+    # A number is the whole number the quote writes, separators and all.
+    city = quoted("Guadalajara had a population of 1,460,148 and an area of 151.4 km2.")
+    grammar = answer_regex("How many people live in Guadalajara?", [city])
+    assert re.fullmatch(grammar, "About 1,460,148 people live there [1].")
+    assert not re.fullmatch(grammar, "About 1,460 people live there [1].")
+    assert re.fullmatch(grammar, "It covers 151.4 km2 [1].")
+    # The question's numbers, and those of a title and of a name, are shown too.
+    assert re.fullmatch(
+        answer_regex("Which city hosted the 1900 Olympics?", [quoted("Paris hosted them.")]),
+        "Paris hosted the 1900 Olympics [1].",
+    )
+    assert re.fullmatch(
+        answer_regex("What does base64.b64decode() do?", [quoted("Decode Base64 data.")]),
+        "base64.b64decode() — decode Base64 data [1].",
+    )
+    # With no number shown, an answer states none; a decline restates the question freely.
+    grammar = answer_regex("Who won the 2026 FIFA World Cup?", [quoted("FIFA runs the cup.")])
+    assert not re.fullmatch(grammar, "Spain won it in 2027 [1].")
+    assert re.fullmatch(grammar, "The pages I found do not say who won the 2026 FIFA World Cup.")
+    plain = answer_regex("Which birds?", [quoted("Crows are birds.")])
+    assert not re.fullmatch(plain, "Crows are 2 birds [1].")
+
+
+def test_an_answer_ends_at_its_last_citation() -> None:
+    from webgpt.agent.grammar import answer_regex
+
+    grammar = answer_regex("What does json.dumps() do?", [quoted("Serialize obj to a str.")])
+    assert re.fullmatch(grammar, "json.dumps() — serialize obj to a str [1].")
+    # what v10 and v11 wrote on after their citations, to the token limit
+    assert not re.fullmatch(grammar, 'json.dumps")) [1].to_json() (json.dumps) — dumps JSON')

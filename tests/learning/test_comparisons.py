@@ -105,24 +105,31 @@ def test_generate_samples_real_episodes_and_writes_what_train_rm_reads(
     assert load_comparisons([out])[1].used == 3
 
 
-def test_generate_answer_only_writes_answers_from_one_browse_s_quotes(
-    learning_store: Path, tmp_path: Path
-) -> None:
+def generate_answer_only(
+    answers: list[str], learning_store: Path, tmp_path: Path
+) -> tuple[Script, Path, str]:
+    """`comparisons generate --answer-only` on QUESTION, with one sample per answer scripted
+    (the browsing episode's answer first): the script, the comparisons file and stderr."""
     questions = tmp_path / "questions.jsonl"
     questions.write_text(QUESTION.model_dump_json() + "\n")
-    answers = ["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
     script = Script(oracle_quote=MONA, answers=list(answers))
     out = tmp_path / "comparisons.jsonl"
     with serve(fake_policy_app(script)) as base:
         result = webgpt(
             "comparisons", "generate", "--questions", str(questions), "--answer-only",
-            "--policy", f"fake={base}/v1,scripted", "--samples", "3",
+            "--policy", f"fake={base}/v1,scripted", "--samples", str(len(answers)),
             "--store", str(learning_store), "--out", str(out), home=tmp_path,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "1 questions, 3 answers (33% good), 3 comparisons (2 preferences, 1 ties)" in (
-        result.stderr
-    )
+    return script, out, result.stderr
+
+
+def test_generate_answer_only_writes_answers_from_one_browse_s_quotes(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    answers = ["Leonardo da Vinci [1].", "Raphael [1].", "Titian [1]."]
+    script, out, stderr = generate_answer_only(answers, learning_store, tmp_path)
+    assert "1 questions, 3 answers (33% good), 3 comparisons (2 preferences, 1 ties)" in stderr
     # one browsing episode (its answer the first sample), then one request for two more
     browsing = [r for r in script.requests if r["prompt"].endswith("♦Next action\n")]
     answering = [r for r in script.requests if not r["prompt"].endswith("♦Next action\n")]
@@ -139,6 +146,20 @@ def test_generate_answer_only_writes_answers_from_one_browse_s_quotes(
     assert preferred == [answers[0]] * 2
     assert all(r["a"]["quotes"] == r["b"]["quotes"] for r in rows)
     assert load_comparisons([out])[1].used == 3
+
+
+def test_answer_only_samples_after_a_decline_may_cite_the_browse_s_quotes(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    decline = "The pages I found do not say who painted the Mona Lisa."
+    answers = [decline, "Leonardo da Vinci [1]."]
+    script, out, _ = generate_answer_only(answers, learning_store, tmp_path)
+    # The declined episode has no references, but its quote is still there to be cited.
+    sample = script.requests[-1]  # the one answer sampled after the browse
+    assert "\\[1\\]" in sample["structured_outputs"]["regex"]
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row[row["preference"]]["answer"] == "Leonardo da Vinci [1]."
+    assert row[row["preference"]]["quotes"][0]["extract"] == MONA
 
 
 def test_generate_from_demonstrations_writes_answers_from_their_quotes_without_browsing(

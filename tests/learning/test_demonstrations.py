@@ -125,7 +125,7 @@ async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
         assert json.loads(demo.to_json())["schema_version"] == 1
         import re
 
-        assert re.fullmatch(answer_regex(len(demo.quotes)), demo.answer)
+        assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
         assert demo.steps[-1].command == "End: Answer"
         # the environment reproduces every observation byte for byte
         assert await replay(demo, learning_web.session()) == []

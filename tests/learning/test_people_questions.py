@@ -17,7 +17,7 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.evals.evaluate import evaluate_policy, key_point_coverage, sentence_count
 from webgpt.evals.questions import Question, load_questions
-from webgpt.learning.demonstrations import replay, write_demonstrations
+from webgpt.learning.demonstrations import DemoQuote, replay, write_demonstrations
 from webgpt.learning.question_generator import (
     generate_questions,
     pick_questions,
@@ -48,15 +48,17 @@ def test_a_decline_restates_the_question_as_what_the_pages_do_not_say(
     decline = decline_answer(question)
     assert decline == f"{DECLINE_PREFIX}{clause}."
     assert is_declined(decline)
-    assert re.fullmatch(answer_regex(1), decline)  # the grammar lets a policy decline
+    # the grammar lets a policy decline
+    assert re.fullmatch(answer_regex(question, [DemoQuote(title="t", extract="x")]), decline)
 
 
 def test_a_decline_cites_nothing_and_a_cited_answer_is_no_decline() -> None:
     assert not is_declined(f"{DECLINE_PREFIX}much, but Skopje is the capital [1].")
     assert not is_declined("Skopje [1].") and not is_declined(None)
-    assert not re.fullmatch(answer_regex(2), f"{DECLINE_PREFIX}who won [3].")
+    quotes = [DemoQuote(title="t", extract="Madagascar"), DemoQuote(title="t", extract="Skopje")]
+    assert not re.fullmatch(answer_regex("q", quotes), f"{DECLINE_PREFIX}who won [3].")
     # no run of bare citations: a small policy under guided decoding loops on ". [1]"
-    assert not re.fullmatch(answer_regex(1), "Madagascar is an island [1]. [1]. [1].")
+    assert not re.fullmatch(answer_regex("q", quotes), "Madagascar is an island [1]. [1]. [1].")
 
 
 def test_relations_are_asked_from_any_sentence_of_a_summary() -> None:
@@ -119,7 +121,8 @@ def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
         "Crows are birds of the genus Corvus [1]. Crows can recognise individual human faces "
         "and remember them for years [2]."
     )
-    assert re.fullmatch(answer_regex(2), answer)
+    quotes = [DemoQuote(title="Crow", extract=e) for e in ("Crows.", "Crows and faces.")]
+    assert re.fullmatch(answer_regex("What are crows?", quotes), answer)
     clause = "The first part of a long sentence about crows and ravens"
     long_first = f"{clause}, " + "word " * (FIRST_CITATION_CHARS // 5) + "and the end"
     cut = compose_answer([long_first, "Second quote here."])
@@ -146,7 +149,7 @@ async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothin
             continue
         demos.append(demo)
         assert demo.answer is not None
-        assert re.fullmatch(answer_regex(len(demo.quotes)), demo.answer)
+        assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
         assert await replay(demo, learning_web.session()) == []
         if question.kind == "longform":
             made_longform += 1

@@ -10,6 +10,7 @@ import pytest
 
 from tests.evals.test_people_question_set import plain_text
 from webgpt.agent.grammar import answer_regex
+from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 from webgpt.evals.questions import contains_gold, load_questions, normalize, split_of
@@ -32,7 +33,9 @@ def test_every_question_is_on_a_training_page_and_answered_by_its_sentence() -> 
         assert not contains_gold(q.question, q.gold_answers), q.question  # it asks, not tells
         # the reference answer states a gold and cites the one quote, as a policy may answer
         assert q.answer and contains_gold(q.answer, q.gold_answers), q.question
-        assert re.fullmatch(answer_regex(1), q.answer) and q.answer.endswith(" [1]."), q.answer
+        quote = CollectedQuote(title=q.title or "", domain="", url=q.url, extract=q.evidence)
+        assert re.fullmatch(answer_regex(q.question, [quote]), q.answer), q.answer
+        assert q.answer.endswith(" [1]."), q.answer
 
 
 @pytest.mark.slow
