@@ -40,8 +40,13 @@ MAX_CITATIONS = 8
 # After the last citation, its full stop. Unbounded, a looping policy wrote on there to the
 # token limit ("json.dumps\")) [1].to_json() [1]… (json.dumps) — dumps JSON", v10, v11).
 MAX_TAIL_CHARS = 3
+# Characters that write a number: ASCII digits, and the look-alikes a policy kept from
+# stating a number reached for instead ("¼ million traffic lights", "released in ² ²"):
+# superscripts, subscripts, fractions, Roman numerals, circled and fullwidth digits.
+DIGITS = "0-9¹²³¼-¾⁰-₟⅐-↏①-⓿０-９"
 # A number as a quote writes it: digits, and digits after a "," or "." ("1,460,148", "3.7").
-NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+NUMBER = re.compile(f"[{DIGITS}]+(?:[.,][{DIGITS}]+)*")
+ANSWER_TEXT = f"[^\\[\\]■\\n{DIGITS}]"  # an answer's text: digits come only as a shown number
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 
 
@@ -163,10 +168,10 @@ def answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
     characters: a byte-level tokenizer spends at most 4 tokens on a character, so even an
     answer of emoji reaches it inside the answer's token budget
     (EpisodeConfig.answer_max_tokens). Where they do, the grammar names those numbers and
-    so is new at every answer, and that run is unbounded: bounded, it would take ~2 s to
-    compile at every answer instead of ~0.2 s (benchmarks/grammar_bench.py)."""
+    so is new at every answer, and that run is unbounded: bounded, it would take ~1 s to
+    compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py)."""
     cite = _alternatives([f"\\[{n}\\]" for n in range(1, len(quotes) + 1)])
-    text = "[^\\[\\]■\\n0-9]"  # ASCII digits come only as a shown number
+    text = ANSWER_TEXT
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
     sentence = f"{text}{{{MIN_SENTENCE_CHARS},}}"
     numbers = shown_numbers(question, quotes)

@@ -20,7 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, browsing_regex, with_stop
+from webgpt.agent.grammar import (
+    ANSWER_TEXT,
+    FIRST_CITATION_CHARS,
+    answer_regex,
+    browsing_regex,
+    with_stop,
+)
 from webgpt.agent.model import prepare_base_model
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
@@ -57,9 +63,9 @@ ANSWER = "Noah Webster was born on October 16, 1758 [1]. He published it in 1828
 
 def numbers_bounded(regex: str) -> str:
     """The answer grammar with its first run bounded where quotes show numbers too."""
-    unbounded_first = "[^\\[\\]■\\n0-9]{10,}|"
+    unbounded_first = f"{ANSWER_TEXT}{{10,}}|"
     assert unbounded_first in regex
-    return regex.replace(unbounded_first, f"[^\\[\\]■\\n0-9]{{10,{FIRST_CITATION_CHARS}}}|")
+    return regex.replace(unbounded_first, f"{ANSWER_TEXT}{{10,{FIRST_CITATION_CHARS}}}|")
 
 
 def browsing_before(regex: str) -> str:

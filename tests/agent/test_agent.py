@@ -293,6 +293,13 @@ def test_an_answer_states_only_numbers_that_its_question_or_quotes_show() -> Non
     assert re.fullmatch(grammar, "The pages I found do not say who won the 2026 FIFA World Cup.")
     plain = answer_regex("Which birds?", [quoted("Crows are birds.")])
     assert not re.fullmatch(plain, "Crows are 2 birds [1].")
+    # Nor in look-alikes, which v5 reached for when its digits were refused...
+    lake = answer_regex("How many traffic lights are in Lake Erie?", [quoted("Lake Erie.")])
+    assert not re.fullmatch(lake, "Lake Erie has a total of ¼ million traffic lights [1].")
+    assert not re.fullmatch(lake, "It was released in ² ² [1].")
+    # ...unless a quote writes them.
+    area = answer_regex("How large is Lake Erie?", [quoted("It covers 25,700 km² of water.")])
+    assert re.fullmatch(area, "Lake Erie covers 25,700 km² [1].")
 
 
 def test_an_answer_ends_at_its_last_citation() -> None:
