@@ -6,9 +6,11 @@ Per policy:
 - declined: the answer is a decline (agent.declines), over all questions, and apart over
   the answerable ones (factoid and long-form: should be rare) and the unanswerable ones
   (should be most);
-- long-form: the share of long-form answers with at least two sentences and two distinct
-  citations, and key-point coverage (the share of a question's key points the answer
-  states, a point stated when one of its phrases occurs in it, normalised);
+- long-form: the share of long-form answers with at least two distinct sentences and two
+  distinct citations (an answer that repeats itself has none, and a sentence of under
+  three words such as a page's title does not count: policies write both), and key-point
+  coverage (the share of a question's key points the answer states, a point stated when
+  one of its phrases occurs in it, normalised);
 - cited: the answer cites at least one reference, over all questions;
 - faithful: every extract the answer cites occurs verbatim in the page it names, checked
   by fetching that page again (a fresh page cache), over the answers that cite;
@@ -55,21 +57,41 @@ class Outcome:
     error: str | None = None
     kind: Kind = "factoid"
     declined: bool = False
-    sentences: int = 0
+    sentences: int = 0  # distinct ones (distinct_sentence_count)
     distinct_citations: int = 0
     key_points: float | None = None  # share of the key points stated (long-form)
 
     @property
     def long_enough(self) -> bool:
-        """WebGPT's answer style: two sentences or more, citing two quotes or more."""
-        return self.sentences >= 2 and self.distinct_citations >= 2
+        return is_long_form(self.sentences, self.distinct_citations)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Where an answer's sentences end: at a sentence's end, and at a citation, so that a loop
+# that never ends a sentence ("X of [1] X of [2] X of [1]") still shows its repeats.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\[\d+\]")
+_ASIDE = re.compile(r"\([^()]*\)")
+MIN_SENTENCE_WORDS = 3
+# An answer that says the same this many words twice repeats itself (a quote's opening
+# and then the whole quote, a loop); two quotes of a page seldom share such a run.
+REPEATED_WORDS = 8
 
 
-def sentence_count(answer: str) -> int:
-    return len([s for s in _SENTENCE_END.split(answer.strip()) if len(s) > 1])
+def distinct_sentence_count(answer: str) -> int:
+    """The answer's sentences of MIN_SENTENCE_WORDS words or more (parentheses aside, so a
+    page's "Title (site) [1]." is not one), and 0 when it repeats itself: a sentence
+    twice, or REPEATED_WORDS words twice (normalised as gold answers are)."""
+    sentences = [normalize(_ASIDE.sub(" ", s)) for s in _SENTENCE_END.split(answer.strip())]
+    counted = [s for s in sentences if len(s.split()) >= MIN_SENTENCE_WORDS]
+    words = " ".join(counted).split()
+    runs = [tuple(words[i : i + REPEATED_WORDS]) for i in range(len(words) - REPEATED_WORDS + 1)]
+    if len(set(counted)) < len(counted) or len(set(runs)) < len(runs):
+        return 0
+    return len(counted)
+
+
+def is_long_form(sentences: int, distinct_citations: int) -> bool:
+    """WebGPT's answer style: two distinct sentences or more, citing two quotes or more."""
+    return sentences >= 2 and distinct_citations >= 2
 
 
 def key_point_coverage(answer: str | None, key_points: Sequence[Sequence[str]]) -> float | None:
@@ -232,7 +254,7 @@ async def evaluate_policy(
                 reward=reward,
                 kind=question.kind,
                 declined=declined,
-                sentences=sentence_count(answer or ""),
+                sentences=distinct_sentence_count(answer or ""),
                 distinct_citations=len(cited_numbers(answer or "", result.references)),
                 key_points=key_point_coverage(answer, question.key_points),
             )

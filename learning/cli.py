@@ -35,9 +35,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     source.add_argument(
         "--scripted", action="store_true", help="the scripted demonstrator on the offline web"
     )
-    source.add_argument("--policy-url", help="a teacher model's OpenAI-compatible URL (…/v1)")
-    generate.add_argument("--policy-model", help="the teacher's model name at --policy-url")
-    generate.add_argument("--policy-key", default=None)
+    source.add_argument(
+        "--teacher",
+        metavar="TARGET",
+        help="a policy that drives the episodes, keeping those that end right (rejection "
+        "sampling; the current policy: expert iteration): " + POLICY_HELP,
+    )
+    generate.add_argument("--policy-key", default=None, help="bearer key for a URL teacher")
     generate.add_argument("--out", type=Path, required=True, help="demonstrations JSONL")
     generate.add_argument(
         "--questions",
@@ -56,6 +60,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     generate.add_argument("--detour-share", type=float, default=0.3)
     generate.add_argument("--attempts", type=int, default=2, help="teacher: tries per question")
     generate.add_argument("--temperature", type=float, default=0.8, help="teacher sampling")
+    generate.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="teacher: questions in flight at once (the server batches them)",
+    )
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--store", type=Path, default=None, help="offline web file")
     generate.set_defaults(run=_generate)
@@ -159,14 +169,13 @@ def _per_split(spec: str) -> dict[str, int]:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    if args.policy_url and not args.policy_model:
-        raise ConfigurationError("--policy-url needs --policy-model")
-    return asyncio.run(_generate_async(args))
+    if args.concurrency < 1:
+        raise ConfigurationError(f"--concurrency wants 1 or more, not {args.concurrency}")
+    teacher = parse_policy_target(args.teacher) if args.teacher else None
+    return asyncio.run(_generate_async(args, teacher))
 
 
-async def _generate_async(args: argparse.Namespace) -> int:
-    from webgpt.learning.scripted import ScriptedConfig, demonstrate
-
+async def _generate_async(args: argparse.Namespace, teacher: PolicyTarget | None) -> int:
     web = offline_web(args.store)
     try:
         if args.questions is not None:
@@ -180,38 +189,64 @@ async def _generate_async(args: argparse.Namespace) -> int:
             )
         if args.questions_out is not None:
             args.questions_out.write_text("".join(q.model_dump_json() + "\n" for q in questions))
-        rng = random.Random(args.seed)
-        config = ScriptedConfig(detour_share=args.detour_share)
-        demos: list[Demonstration] = []
-        teacher = None
-        if args.policy_url:
-            teacher = OpenAIPolicy(
-                args.policy_url, args.policy_model, api_key=args.policy_key, guided=True
-            )
-        for number, question in enumerate(questions, start=1):
-            if teacher is None:
-                session = web.session(
-                    config=SessionConfig(max_actions=rng.choice(config.max_actions))
-                )
-                demo = await demonstrate(question, session, rng, config)
-            else:
-                from webgpt.learning.teacher import teacher_demonstration
-
-                demo = await teacher_demonstration(
-                    question, web, teacher, attempts=args.attempts, temperature=args.temperature
-                )
-            if demo is not None:
-                demos.append(demo)
-            if number % 50 == 0 or number == len(questions):
-                print_progress(f"{number}/{len(questions)} questions, {len(demos)} demonstrations")
-        if teacher is not None:
-            await teacher.aclose()
+        if teacher is None:
+            demos = await _scripted_demonstrations(args, questions, web)
+        else:
+            demos = await _teacher_demonstrations(args, questions, web, teacher)
     finally:
         await web.aclose()
     count = write_demonstrations(args.out, demos)
     splits = Counter(d.split or "-" for d in demos)
     print_progress(f"wrote {count} demonstrations to {args.out} ({dict(splits)})")
     return 0 if count else 1
+
+
+def _generate_progress(done: int, total: int, kept: int) -> None:
+    if done % 50 == 0 or done == total:
+        print_progress(f"{done}/{total} questions, {kept} demonstrations")
+
+
+async def _scripted_demonstrations(
+    args: argparse.Namespace, questions: list[Question], web: Web
+) -> list[Demonstration]:
+    from webgpt.learning.scripted import ScriptedConfig, demonstrate
+
+    rng = random.Random(args.seed)
+    config = ScriptedConfig(detour_share=args.detour_share)
+    demos: list[Demonstration] = []
+    for number, question in enumerate(questions, start=1):
+        session = web.session(config=SessionConfig(max_actions=rng.choice(config.max_actions)))
+        demo = await demonstrate(question, session, rng, config)
+        if demo is not None:
+            demos.append(demo)
+        _generate_progress(number, len(questions), len(demos))
+    return demos
+
+
+async def _teacher_demonstrations(
+    args: argparse.Namespace, questions: list[Question], web: Web, target: PolicyTarget
+) -> list[Demonstration]:
+    """The teacher's kept episodes, in question order; `--concurrency` questions are in
+    flight at once so that the server batches their steps."""
+    from webgpt.learning.teacher import teacher_demonstration
+
+    kept: list[Demonstration | None] = [None] * len(questions)
+    gate = asyncio.Semaphore(args.concurrency)
+    done = 0
+
+    async def one(index: int, teacher: OpenAIPolicy) -> None:
+        nonlocal done
+        async with gate:
+            kept[index] = await teacher_demonstration(
+                questions[index], web, teacher, attempts=args.attempts,
+                temperature=args.temperature,
+            )  # fmt: skip
+        done += 1
+        _generate_progress(done, len(questions), sum(d is not None for d in kept))
+
+    async with serving(target, args.policy_key, guided=True) as teacher:
+        await asyncio.gather(*(one(i, teacher) for i in range(len(questions))))
+    return [demo for demo in kept if demo is not None]
 
 
 def _check(args: argparse.Namespace) -> int:

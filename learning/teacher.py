@@ -11,7 +11,7 @@ from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.policy import Policy
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
-from webgpt.evals.evaluate import cited_numbers, sentence_count
+from webgpt.evals.evaluate import cited_numbers, distinct_sentence_count, is_long_form
 from webgpt.evals.questions import Question, contains_gold
 from webgpt.learning.demonstrations import Demonstration, DemoQuote, DemoStep, SessionLimits
 
@@ -56,8 +56,9 @@ async def teacher_demonstration(
 def worth_learning(question: Question, result: EpisodeResult) -> bool:
     """The episode ends as its question's kind asks, every citation naming a quote it
     collected: a factoid with a cited answer that states a gold answer; a long-form
-    question in WebGPT's style (two sentences or more, citing two quotes or more); an
-    unanswerable one with a decline. A decline of an answerable question is never kept."""
+    question in WebGPT's style (two distinct sentences or more, citing two quotes or
+    more: evals.evaluate.is_long_form); an unanswerable one with a decline. A decline of
+    an answerable question is never kept."""
     answer = result.answer
     if not answer:
         return False
@@ -67,5 +68,5 @@ def worth_learning(question: Question, result: EpisodeResult) -> bool:
     if question.kind == "unanswerable" or not cited or result.dangling_citations:
         return False
     if question.kind == "longform":
-        return sentence_count(answer) >= 2 and len(cited) >= 2
+        return is_long_form(distinct_sentence_count(answer), len(cited))
     return contains_gold(answer, question.gold_answers)

@@ -17,8 +17,9 @@ a user reads; what is trained stays the tokens sampled (packing). Then, in this 
    - `outcome` (the 2025 search-agent RL recipe): 1 for an answer that is right for its
      kind and cites a quote it collected, else 0; right is: a factoid states a gold
      answer, a long-form answer covers its key points (the share covered; without key
-     points, two sentences or more citing two quotes or more, as expert iteration keeps),
-     an unanswerable question is declined. Less `action_cost` per browsing action.
+     points, two distinct sentences or more citing two quotes or more, as expert
+     iteration keeps), an unanswerable question is declined. Less `action_cost` per
+     browsing action.
 """
 
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,7 +28,7 @@ from typing import Literal
 
 from webgpt.agent.declines import is_declined
 from webgpt.agent.episode import CITATION, EpisodeResult
-from webgpt.evals.evaluate import key_point_coverage, sentence_count
+from webgpt.evals.evaluate import distinct_sentence_count, is_long_form, key_point_coverage
 from webgpt.evals.questions import Question, contains_gold
 
 RewardSource = Literal["model", "outcome"]
@@ -106,5 +107,5 @@ def outcome_reward(question: Question, answer: EpisodeAnswer) -> float:
     if question.kind == "longform":
         if question.key_points:
             return key_point_coverage(text, question.key_points) or 0.0
-        return 1.0 if sentence_count(text) >= 2 and len(cited) >= 2 else 0.0
+        return 1.0 if is_long_form(distinct_sentence_count(text), len(cited)) else 0.0
     return 1.0 if contains_gold(text, question.gold_answers) else 0.0

@@ -15,7 +15,7 @@ from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
-from webgpt.evals.evaluate import evaluate_policy, key_point_coverage, sentence_count
+from webgpt.evals.evaluate import distinct_sentence_count, evaluate_policy, key_point_coverage
 from webgpt.evals.questions import Question, load_questions
 from webgpt.learning.demonstrations import DemoQuote, replay, write_demonstrations
 from webgpt.learning.question_generator import (
@@ -153,7 +153,9 @@ async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothin
         assert await replay(demo, learning_web.session()) == []
         if question.kind == "longform":
             made_longform += 1
-            assert len(demo.quotes) >= 2 and sentence_count(demo.answer) == len(demo.quotes)
+            assert len(demo.quotes) >= 2 and distinct_sentence_count(demo.answer) == len(
+                demo.quotes
+            )
             cited = {int(n) for n in re.findall(r"\[(\d+)\]", demo.answer)}
             assert cited == set(range(1, len(demo.quotes) + 1))
         else:
@@ -188,6 +190,27 @@ def test_key_point_coverage_counts_points_stated_by_any_of_their_phrases() -> No
     assert key_point_coverage(answer, points) == round(2 / 3, 4)
     assert key_point_coverage(None, points) == 0.0
     assert key_point_coverage(answer, []) is None
+
+
+def test_a_long_form_answer_counts_its_distinct_sentences_only() -> None:
+    """Answers v6 and v10 wrote, which two sentences and two citations alone would count
+    as WebGPT's style: a sentence repeated (in another case), a loop that never ends a
+    sentence, a page's title cited as a sentence, and a quote's opening and then the
+    whole quote."""
+    cases = {
+        "Crows are corvids [1]. They use tools [2].": 2,
+        "Crows are clever. They use tools [1].": 2,
+        "Lavandula is a genus [1]. LAVandula is a genus [2].": 0,
+        "Edinburgh had a population of [1]. Edinburgh had a population of [2] Edinburgh "
+        "(en.wikipedia.org)▦Edinburgh had a population of [1].": 0,
+        "Cardiac arrest (en.wikipedia.org) [1]. When the heart stops, blood cannot "
+        "circulate [2].": 1,
+        "The common cold is a viral infectious disease of the upper respiratory tract [1]. "
+        "It spreads easily. The common cold is a viral infectious disease of the upper "
+        "respiratory tract that affects the nose [2].": 0,  # a run of 8 words twice
+    }
+    for answer, sentences in cases.items():
+        assert distinct_sentence_count(answer) == sentences, answer
 
 
 async def test_eval_reports_declines_and_long_form_figures(learning_web: Web) -> None:

@@ -126,6 +126,40 @@ async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web)
     assert await replay(demo, learning_web.session()) == []
 
 
+def test_demos_generate_keeps_a_teachers_right_episodes_in_question_order(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    """`--teacher URL,MODEL` with two questions in flight: the one its answer is right for
+    is kept, the other (no gold answer stated, in any attempt) is not."""
+    from tests.agent.fake_policy import Script, fake_policy_app
+    from tests.servers import serve
+    from webgpt.evals.questions import Question
+
+    questions = tmp_path / "questions.jsonl"
+    asked = [
+        Question(question="Crow", gold_answers=["Tuba"], split="train"),
+        Question(question="Crow", gold_answers=["Corvus"], split="train"),
+        Question(question="Crow", gold_answers=["Oboe"], split="train"),
+    ]
+    questions.write_text("".join(q.model_dump_json() + "\n" for q in asked))
+    out = tmp_path / "self.jsonl"
+    script = Script(
+        oracle_quote="Crows are birds of the genus Corvus.",
+        answers=["Crows belong to the genus Corvus [1]."] * 6,
+    )
+    with serve(fake_policy_app(script)) as base:
+        result = webgpt(
+            "demos", "generate", "--teacher", f"{base}/v1,scripted", "--concurrency", "2",
+            "--questions", str(questions), "--out", str(out), "--store", str(learning_store),
+            home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [demo], report = load_demonstrations([out])
+    assert not report.skipped and demo.source == "teacher"
+    assert demo.gold_answers == ["Corvus"]
+    assert len([r for r in script.requests if r["prompt"].endswith("■")]) == 5  # 2 + 1 + 2
+
+
 def test_an_episode_is_worth_learning_when_it_ends_as_its_kind_asks() -> None:
     """Expert iteration keeps right factoids, long-form answers in WebGPT's style and
     declines of unanswerable questions; nothing else."""
@@ -151,6 +185,9 @@ def test_an_episode_is_worth_learning_when_it_ends_as_its_kind_asks() -> None:
         (longform, two, refs, [], True),
         (longform, "Crows are corvids [1] and use tools [1].", refs, [], False),  # one quote
         (longform, "Crows are corvids [1][2].", refs, [], False),  # one sentence
+        (longform, "Crows are corvids [1]. CROWS are corvids [2].", refs, [], False),  # repeated
+        (longform, "Crow (en.wikipedia.org) [1]. They use tools [2].", refs, [], False),  # title
+        (longform, "Crows are birds of [1] Crows are birds of [2]", refs, [], False),  # a loop
         (unanswerable, decline, [], [], True),
         (unanswerable, "Brazil won the 2030 World Cup [1].", refs, [], False),  # invented
         (unanswerable, None, [], [], False),
@@ -173,8 +210,13 @@ def test_demos_cli_rejects_bad_input_clearly(learning_store: Path, tmp_path: Pat
     assert checked.returncode == 1
     assert f"{broken}:1:" in checked.stdout and f"{broken}:2:" in checked.stdout
     no_teacher_model = webgpt(
-        "demos", "generate", "--policy-url", "http://127.0.0.1:9/v1", "--out", str(broken),
+        "demos", "generate", "--teacher", "http://127.0.0.1:9/v1", "--out", str(broken),
         home=tmp_path,
     )  # fmt: skip
-    assert no_teacher_model.returncode == 1 and "--policy-model" in no_teacher_model.stderr
+    assert no_teacher_model.returncode == 1 and "give URL,MODEL" in no_teacher_model.stderr
+    no_concurrency = webgpt(
+        "demos", "generate", "--teacher", "http://127.0.0.1:9/v1,m", "--concurrency", "0",
+        "--out", str(broken), home=tmp_path,
+    )  # fmt: skip
+    assert no_concurrency.returncode == 1 and "--concurrency" in no_concurrency.stderr
     assert broken.read_text().startswith('{"question": "q"}')  # nothing overwritten
