@@ -12,6 +12,7 @@ from webgpt.agent.model import (
     DEFAULT_REWARD,
     DEFAULT_VERSION,
     default_policy_server,
+    merged_adapter,
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
@@ -19,7 +20,7 @@ from webgpt.agent.model import (
     reward_model_folder,
 )
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.registry import PolicyRegistry, describe
+from webgpt.agent.registry import PolicyRegistry, describe, is_adapter
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import ENGINES, Web, WebOptions
 from webgpt.infra.vllm_server import (
@@ -45,7 +46,13 @@ def register(
     prepare.set_defaults(run=_prepare)
     serve = model_commands.add_parser("serve", help="run the vLLM server until Ctrl-C")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT)
-    serve.add_argument("--model-dir", type=Path, default=None, help="default: the embedded model")
+    serve.add_argument(
+        "--model-dir",
+        type=Path,
+        default=None,
+        help="a checkpoint or LoRA adapter folder, served under the folder's name (default: "
+        "the embedded model, under its version, for `webgpt answer` to use)",
+    )
     serve.set_defaults(run=_serve)
     stopper = model_commands.add_parser("stop", help="stop the server `webgpt answer` started")
     stopper.set_defaults(run=_stop)
@@ -124,11 +131,26 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def served_model(model_dir: Path | None, port: int) -> tuple[ServerConfig, bool]:
+    """What `webgpt model serve` runs, and whether it is recorded: the embedded default
+    under its version, recorded so that `webgpt answer` uses it and `webgpt model stop`
+    ends it; another checkpoint (a LoRA adapter merged into its base first) under its
+    folder's name, not recorded, so that nothing takes it for the default."""
+    if model_dir is None:
+        return ServerConfig(prepare_default_model(print_progress), DEFAULT_VERSION, port=port), True
+    folder = model_dir.expanduser().resolve()
+    if not folder.is_dir():
+        raise ConfigurationError(f"--model-dir {model_dir}: no checkpoint folder there")
+    served = merged_adapter(folder, print_progress) if is_adapter(folder) else folder
+    return ServerConfig(served, folder.name, port=port), False
+
+
 def _serve(args: argparse.Namespace) -> int:
-    model_dir = args.model_dir or prepare_default_model(print_progress)
-    config = ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION, port=args.port)
-    print_progress(f"starting vLLM for {model_dir} on {config.url} (first start compiles: minutes)")
-    running = start(config, print_progress)
+    config, record = served_model(args.model_dir, args.port)
+    print_progress(
+        f"starting vLLM for {config.model_dir} on {config.url} (first start compiles: minutes)"
+    )
+    running = start(config, print_progress, record=record)
     print_progress(f"serving {running.model} at {running.url}; Ctrl-C stops it")
     try:
         while True:

@@ -29,9 +29,12 @@ class RLConfig(GRPOConfig):
     `num_generations` and `per_device_train_batch_size` follow from those two."""
 
     policy: Path = field(metadata={"help": "Hugging Face folder of the policy to start from"})
-    reward_model: Path = field(metadata={"help": "reward model checkpoint folder"})
     questions: Path = field(metadata={"help": "questions JSONL (with gold answers)"})
     out: Path = field(metadata={"help": "registry folder; the checkpoint goes to OUT/VERSION"})
+    reward_model: Path | None = field(
+        default=None,
+        metadata={"help": "reward model checkpoint folder (--reward-source model needs one)"},
+    )
     version: str = field(default="rl-0001", metadata={"help": "checkpoint version name"})
     split: str = field(default="train", metadata={"help": "train on questions of this split"})
     questions_per_step: int = field(default=2, metadata={"help": "questions in a rollout batch"})
@@ -147,9 +150,8 @@ class RLConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         self.policy, self.out = Path(self.policy).expanduser(), Path(self.out).expanduser()
-        self.reward_model = Path(self.reward_model).expanduser()
         self.questions = Path(self.questions).expanduser()
-        for name in ("comparisons_out", "store"):
+        for name in ("reward_model", "comparisons_out", "store"):
             if getattr(self, name) is not None:
                 setattr(self, name, Path(getattr(self, name)).expanduser())
         _check(self)
@@ -193,6 +195,10 @@ def _check(config: RLConfig) -> None:
         raise ConfigurationError("--answer-only-share must be between 0 and 1")
     if config.reward_source not in REWARD_SOURCES:
         raise ConfigurationError(f"--reward-source must be one of {', '.join(REWARD_SOURCES)}")
+    if config.reward_source == "model" and config.reward_model is None:
+        raise ConfigurationError(
+            "--reward-source model scores answers with a reward model: give --reward-model"
+        )
     if config.action_cost < 0:
         raise ConfigurationError("--action-cost must be 0 or more")
     if config.unquoted not in ("episodes", "swap"):

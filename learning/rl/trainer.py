@@ -80,7 +80,11 @@ def train_rl(
     resume_from = checkpoint_to_resume(work, config.resume, config.resume_from_checkpoint)
     trainer_class = _episode_trainer_class()
     parent, base_model = parent_of(config.policy)
-    reward_version = load_reward_manifest(config.reward_model, verify=True).version
+    reward_version = (
+        load_reward_manifest(config.reward_model, verify=True).version
+        if config.reward_model is not None
+        else None
+    )
     questions = load_questions(config.questions, config.split)  # none: a DataError
     order = sorted(questions, key=lambda q: q.question)
     random.Random(config.seed).shuffle(order)
@@ -99,13 +103,17 @@ def train_rl(
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(config.policy, dtype=torch.float32)
-    scorer = RewardScorer(config.reward_model)
+    score = (
+        RewardScorer(config.reward_model).score_texts
+        if config.reward_model is not None
+        else _no_reward_model
+    )
     segments = SegmentTable()
     rollouts = EpisodeRollouts(
         config,
         unique,
         lambda: offline_web(config.store),
-        scorer.score_texts,
+        score,
         tokenizer,
         segments,
     )
@@ -116,7 +124,7 @@ def train_rl(
                 _dev_config(config),
                 dev_questions,
                 lambda: offline_web(config.store),
-                scorer.score_texts,
+                score,
                 tokenizer,
                 SegmentTable(),
             )
@@ -332,6 +340,11 @@ class DevEvaluation(TrainerCallback):
         }
         for name, value in figures.items():  # merged into this step's log by GRPOTrainer
             self.trainer._metrics["train"][name].append(value)
+
+
+def _no_reward_model(texts: list[str]) -> list[float]:
+    """The score of a run without a reward model: `--reward-source outcome` asks for none."""
+    raise ConfigurationError("--reward-source model needs --reward-model")
 
 
 def _episode_reward(completions: list[Any], episode_reward: list[float], **_: Any) -> list[float]:

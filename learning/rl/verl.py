@@ -12,9 +12,10 @@ is not installed; learning/rl/verl_agent_loop.py binds it to verl's classes.
   web, through learning.rl.rollouts.recorded_episode) and packs it exactly as
   `webgpt train rl` packs it for TRL: the first browsing prompt is the prompt; the
   response is command 1, prompt 2, command 2, …, the answer prompt, the answer; the mask
-  is 0 on every prompt token. The trajectory's reward is the reward model's score of the
-  answer, and only of it (WebGPT); verl adds the per-token KL to the reference policy
-  (`use_kl_in_reward`) and GAE with a value network, as WebGPT's PPO did.
+  is 0 on every prompt token. The trajectory's reward is that of its answer, and only of it
+  (learning.rl.reward: the reward model's score as in WebGPT, or the outcome); verl adds
+  the per-token KL to the reference policy (`use_kl_in_reward`) and GAE with a value
+  network, as WebGPT's PPO did.
 - `segment_position_ids` restarts the position ids at every prompt. Our prompts are rebuilt
   at each step (page, quotes, past actions), so each command must be scored given exactly
   the prompt it was sampled from. With `use_remove_padding`, verl hands the model position
@@ -39,7 +40,13 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, offline_web
 from webgpt.evals.questions import Question, contains_gold, load_questions
 from webgpt.learning.rl.packing import PackedEpisode, pack_within
-from webgpt.learning.rl.reward import EpisodeAnswer, RewardRule, RewardSource, episode_rewards
+from webgpt.learning.rl.reward import (
+    REWARD_SOURCES,
+    EpisodeAnswer,
+    RewardRule,
+    RewardSource,
+    episode_rewards,
+)
 from webgpt.learning.rl.rollouts import recorded_episode
 
 AGENT_NAME = "webgpt_browse"  # the name the agent loop is registered under in verl
@@ -302,12 +309,19 @@ class WorkerResources:
         self._scorers.clear()
 
 
+async def _no_reward_model(texts: list[str]) -> list[float]:
+    """The score of a loop without a reward model: reward_source outcome asks for none."""
+    raise ConfigurationError("reward_source model needs reward_url and reward_model")
+
+
 def agent_loop_class(base: type, output: type, metrics: type) -> type:
     """Our agent loop on verl's AgentLoopBase. Its options are the keys of its entry in
-    the agent-loop config (hydra passes them): `reward_url` (a vLLM server serving the
-    reward checkpoint, as `webgpt serve` uses it), `reward_model` (that checkpoint's
-    folder; its manifest gives the version and offset), `store` (the offline web file),
-    and VerlLoopConfig's fields. The class's `shared` resources serve all its loops."""
+    the agent-loop config (hydra passes them): `reward_source` (RewardRule's, with
+    `no_answer_reward`, `declined_answerable_reward`, `action_cost`), `reward_url` (a vLLM
+    server serving the reward checkpoint, as `webgpt serve` uses it) and `reward_model`
+    (that checkpoint's folder; its manifest gives the version and offset), which the
+    source `model` needs, `store` (the offline web file), and VerlLoopConfig's fields. The
+    class's `shared` resources serve all its loops."""
     resources = WorkerResources()
 
     class WebGPTAgentLoop(base):  # type: ignore[misc]
@@ -316,8 +330,8 @@ def agent_loop_class(base: type, output: type, metrics: type) -> type:
         def __init__(
             self,
             *args: Any,
-            reward_url: str,
-            reward_model: str,
+            reward_url: str | None = None,
+            reward_model: str | None = None,
             reward_api_key: str | None = None,
             store: str | None = None,
             min_actions: int = VerlLoopConfig.min_actions,
@@ -339,10 +353,13 @@ def agent_loop_class(base: type, output: type, metrics: type) -> type:
                 prompt_length=rollout.prompt_length,
                 response_length=rollout.response_length,
             )
-            scorer = resources.scorer(reward_url, reward_model, reward_api_key)
-            self.episodes = BrowsingEpisodes(
-                config, self.tokenizer, resources.web(store), scorer.score_texts
-            )
+            if reward_url and reward_model:
+                score = resources.scorer(reward_url, reward_model, reward_api_key).score_texts
+            elif reward_source == "model":
+                raise ConfigurationError("reward_source model needs reward_url and reward_model")
+            else:
+                score = _no_reward_model
+            self.episodes = BrowsingEpisodes(config, self.tokenizer, resources.web(store), score)
 
         async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
             trajectory = await self.episodes.run(
@@ -395,12 +412,27 @@ class VerlRunConfig:
     """Fields become `webgpt train verl` options (help from metadata)."""
 
     policy: Path = field(metadata={"help": "Hugging Face folder of the policy to start from"})
-    reward_model: Path = field(metadata={"help": "reward model checkpoint folder"})
-    reward_url: str = field(
-        metadata={"help": "base URL of a vLLM server serving that checkpoint (…/v1)"}
-    )
     questions: Path = field(metadata={"help": "questions JSONL (with gold answers)"})
     out: Path = field(metadata={"help": "folder for the data, the config and run.sh"})
+    reward_source: str = field(
+        default="model",
+        metadata={
+            "help": "the reward (learning.rl.reward): 'model', the reward model's score "
+            "(WebGPT); 'outcome', 1 for an answer right for its kind that cites a quote, "
+            "else 0, less --action-cost per action (no reward model)"
+        },
+    )
+    reward_model: Path | None = field(
+        default=None,
+        metadata={"help": "reward model checkpoint folder (--reward-source model needs one)"},
+    )
+    reward_url: str | None = field(
+        default=None,
+        metadata={"help": "base URL of a vLLM server serving that checkpoint (…/v1)"},
+    )
+    action_cost: float = field(
+        default=0.0, metadata={"help": "--reward-source outcome: less this per browsing action"}
+    )
     version: str = field(default="rl-verl-0001", metadata={"help": "the run's name"})
     store: Path | None = field(default=None, metadata={"help": "offline web file"})
     gpus_per_node: int = field(default=8, metadata={"help": "GPUs on each node"})
@@ -425,6 +457,15 @@ def prepare_verl_run(config: VerlRunConfig) -> Path:
     epoch per batch of rollouts, rewards from the reward model only at the end."""
     if config.kl_coef <= 0:
         raise ConfigurationError("--kl-coef must be > 0: the KL penalty keeps RL near BC")
+    if config.reward_source not in REWARD_SOURCES:
+        raise ConfigurationError(f"--reward-source must be one of {', '.join(REWARD_SOURCES)}")
+    if config.reward_source == "model" and (config.reward_model is None or not config.reward_url):
+        raise ConfigurationError(
+            "--reward-source model scores answers with a served reward model: give "
+            "--reward-model and --reward-url"
+        )
+    if config.action_cost < 0:
+        raise ConfigurationError("--action-cost must be 0 or more")
     out = config.out.resolve()
     train_rows, dev_rows = verl_rows(config.questions, "train"), verl_rows(config.questions, "dev")
     train, dev = len(train_rows), len(dev_rows)
@@ -435,8 +476,10 @@ def prepare_verl_run(config: VerlRunConfig) -> Path:
     loop = {
         "name": AGENT_NAME,
         "_target_": "webgpt.learning.rl.verl_agent_loop.WebGPTAgentLoop",
+        "reward_source": config.reward_source,
+        "action_cost": config.action_cost,
         "reward_url": config.reward_url,
-        "reward_model": str(config.reward_model.resolve()),
+        "reward_model": str(config.reward_model.resolve()) if config.reward_model else None,
         "store": str(config.store.resolve()) if config.store else None,
         "min_actions": config.min_actions,
         "max_actions": config.max_actions,

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.agent.fake_policy import Script
 from tests.servers import free_port
 
@@ -115,3 +117,39 @@ def test_answer_errors_are_one_clear_line(offline_store: Path, policy_url: str) 
     )
     assert down.returncode == 1
     assert down.stderr.startswith("error: cannot connect") and len(down.stderr.splitlines()) == 1
+
+
+def test_model_serve_names_a_checkpoint_after_its_folder_and_keeps_it_apart_from_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`webgpt model serve --model-dir X` once served X as the default's version and recorded
+    it, so a later `webgpt answer` answered with X while saying it was the default."""
+    import webgpt.agent.cli as cli
+    from webgpt.agent.errors import ConfigurationError
+    from webgpt.agent.model import DEFAULT_VERSION
+
+    default_folder = tmp_path / "default-merged"
+    monkeypatch.setattr(cli, "prepare_default_model", lambda progress: default_folder)
+    config, record = cli.served_model(None, port=8401)
+    assert (config.model_dir, config.served_name, config.port, record) == (
+        default_folder, DEFAULT_VERSION, 8401, True
+    )  # fmt: skip
+
+    full = tmp_path / "rl-cpu-v8"
+    full.mkdir()
+    (full / "config.json").write_text("{}")
+    config, record = cli.served_model(full, port=8401)
+    assert (config.model_dir, config.served_name, record) == (full, "rl-cpu-v8", False)
+
+    adapter = tmp_path / "webgpt-bc-135m-v13"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text('{"r": 16}')
+    merged = tmp_path / "merged" / "webgpt-bc-135m-v13-0123"
+    monkeypatch.setattr(cli, "merged_adapter", lambda folder, progress: merged / folder.name)
+    config, record = cli.served_model(adapter, port=8401)
+    assert (config.model_dir, config.served_name, record) == (
+        merged / "webgpt-bc-135m-v13", "webgpt-bc-135m-v13", False
+    )  # fmt: skip
+
+    with pytest.raises(ConfigurationError, match="no checkpoint folder"):
+        cli.served_model(tmp_path / "missing", port=8401)

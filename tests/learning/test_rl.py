@@ -495,6 +495,25 @@ def test_rl_stops_at_the_kl_budget(
 
 
 @pytest.mark.slow
+def test_rl_on_the_outcome_reward_needs_no_reward_model(
+    tiny_bc: tuple[Path, Path], learning_store: Path, reward_checkpoint: Path, tmp_path: Path
+) -> None:
+    config = rl_config(tiny_bc, reward_checkpoint, learning_store, tmp_path / "registry")
+    config.reward_model, config.reward_source = None, "outcome"
+    config.max_steps, config.answer_only_share = 2, 1.0
+
+    result = train_rl(config, log=lambda _: None)
+
+    assert [entry["step"] for entry in result.log_history] == [1, 2]
+    for entry in result.log_history:
+        # 1 for a right, cited answer, 0 for another, less for a decline or none: the mean
+        # reward is at most the share right, which a reward model's scores need not be
+        assert -2.0 <= entry["reward"] <= entry["episodes/correct"] + 1e-6  # float32 means
+    manifest = load_manifest(result.checkpoint, verify=True)
+    assert manifest.metrics["reward_model"] is None and manifest.metrics["steps"] == 2
+
+
+@pytest.mark.slow
 def test_rl_stops_at_its_time_budget_and_keeps_the_checkpoint(
     tiny_bc: tuple[Path, Path], learning_store: Path, reward_checkpoint: Path, tmp_path: Path
 ) -> None:
@@ -561,6 +580,12 @@ def test_train_rl_reads_a_config_file_that_flags_override(tmp_path: Path) -> Non
         rl_options("--config", str(run), "--num_generations", "5")
     with pytest.raises(ConfigurationError, match="--beta must be above 0"):
         rl_options("--config", str(run), "--beta", "0")
+    outcome = rl_options(
+        "--policy", "p", "--questions", "q", "--out", "o", "--reward-source", "outcome"
+    )
+    assert outcome.reward_model is None and outcome.reward_rule.source == "outcome"
+    with pytest.raises(ConfigurationError, match="give --reward-model"):
+        rl_options("--policy", "p", "--questions", "q", "--out", "o")
     required = rl_options("--policy", "p", "--reward-model", "r", "--questions", "q", "--out", "o")
     assert (required.save_strategy, required.report_to, required.bf16) == ("no", [], False)
     assert (required.max_steps, required.learning_rate, required.lr_scheduler_type) == (

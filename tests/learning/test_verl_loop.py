@@ -230,6 +230,24 @@ class StandInOutput:  # verl's AgentLoopOutput fields that the loop fills
     extra_fields: dict[str, Any]
 
 
+# a dataset row as verl hands it to the loop
+ROW = {
+    "raw_prompt": [{"role": "user", "content": QUESTION.question}],
+    "extra_info": {"question": QUESTION.question, "gold_answers": QUESTION.gold_answers},
+}
+
+
+def built_by_verl_for(tokenizer: Any, manager: FakeServerManager) -> dict[str, Any]:
+    """What verl builds an agent loop with, beside the options of its config entry."""
+    rollout = SimpleNamespace(prompt_length=4096, response_length=16384)
+    trainer_config = SimpleNamespace(actor_rollout_ref=SimpleNamespace(rollout=rollout))
+    return {
+        "trainer_config": SimpleNamespace(config=trainer_config),
+        "server_manager": manager,
+        "tokenizer": tokenizer,
+    }
+
+
 async def test_the_agent_loop_returns_verl_s_output_scored_by_the_reward_server(
     learning_store: Path,
     reward_checkpoint: Path,
@@ -241,20 +259,11 @@ async def test_the_agent_loop_returns_verl_s_output_scored_by_the_reward_server(
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_folder)
     loop_class = agent_loop_class(StandInAgentLoopBase, StandInOutput, dict)
-    trainer_config = SimpleNamespace(
-        actor_rollout_ref=SimpleNamespace(
-            rollout=SimpleNamespace(prompt_length=4096, response_length=16384)
-        )
-    )
     answer = "Leonardo da Vinci painted it [1]."
     manager = FakeServerManager(tokenizer, Script(oracle_quote=MONA, answers=[answer]))
     classify = ClassifyScript(reward_checkpoint, served_name="rm-bon")
     with serve(fake_vllm_classify_app(classify)) as url:
-        built_by_verl = {
-            "trainer_config": SimpleNamespace(config=trainer_config),
-            "server_manager": manager,
-            "tokenizer": tokenizer,
-        }
+        built_by_verl = built_by_verl_for(tokenizer, manager)
         # the options of its agent-loop config entry, as hydra passes them
         options = {
             "reward_url": f"{url}/v1",
@@ -262,11 +271,7 @@ async def test_the_agent_loop_returns_verl_s_output_scored_by_the_reward_server(
             "store": str(learning_store),
         }
         loop = loop_class(**built_by_verl, **options, min_actions=10, max_actions=10)
-        row = {
-            "raw_prompt": [{"role": "user", "content": QUESTION.question}],
-            "extra_info": {"question": QUESTION.question, "gold_answers": QUESTION.gold_answers},
-        }
-        output = await loop.run({"temperature": 1.0, "top_p": 1.0}, **row)
+        output = await loop.run({"temperature": 1.0, "top_p": 1.0}, **ROW)
         second = loop_class(**built_by_verl, **options)
         # verl builds a loop a row: they share one offline web and one reward client
         assert second.episodes.web is loop.episodes.web
@@ -283,7 +288,32 @@ async def test_the_agent_loop_returns_verl_s_output_scored_by_the_reward_server(
     )
     assert len(output.response_mask) == len(output.response_ids) and 0 in output.response_mask
     with pytest.raises(DataError, match=r"extra_info\.question and gold_answers"):
-        await loop.run({}, raw_prompt=row["raw_prompt"], extra_info={})
+        await loop.run({}, raw_prompt=ROW["raw_prompt"], extra_info={})
+
+
+async def test_the_agent_loop_on_the_outcome_reward_needs_no_reward_server(
+    learning_store: Path,
+    tiny_tokenizer_folder: Path,  # noqa: F811
+) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_folder)
+    loop_class = agent_loop_class(StandInAgentLoopBase, StandInOutput, dict)
+    rewards = []
+    for answer in ("Leonardo da Vinci painted it [1].", "Raphael painted it [1]."):
+        manager = FakeServerManager(tokenizer, Script(oracle_quote=MONA, answers=[answer]))
+        built_by_verl = built_by_verl_for(tokenizer, manager)
+        loop = loop_class(
+            **built_by_verl, reward_source="outcome", action_cost=0.01,
+            store=str(learning_store), min_actions=10, max_actions=10,
+        )  # fmt: skip
+        output = await loop.run({"temperature": 1.0, "top_p": 1.0}, **ROW)
+        rewards.append(output.reward_score)
+    await loop_class.shared.aclose()
+    assert rewards[0] - rewards[1] == pytest.approx(1.0)  # right and cited, against wrong
+    assert 1.0 - 0.01 * 10 <= rewards[0] < 1.0  # less the cost of its (up to 10) actions
+    with pytest.raises(ConfigurationError, match="needs reward_url and reward_model"):
+        loop_class(**built_by_verl, store=str(learning_store))  # the source `model`
 
 
 class StandInWorker:
@@ -363,6 +393,21 @@ def test_a_verl_run_is_prepared_with_data_config_and_launch_command(
     ):
         assert override in launch
 
+    assert (loop["reward_source"], loop["reward_model"]) == ("model", str(reward_checkpoint))
+
+    outcome = VerlRunConfig(
+        **{**config.__dict__, "reward_source": "outcome", "reward_model": None,
+           "reward_url": None, "action_cost": 0.01, "out": tmp_path / "outcome"}
+    )  # fmt: skip
+    prepare_verl_run(outcome)
+    [loop] = json.loads((tmp_path / "outcome" / "agent_loop.yaml").read_text())
+    assert (loop["reward_source"], loop["action_cost"]) == ("outcome", 0.01)
+    assert loop["reward_url"] is None and loop["reward_model"] is None
+
+    with pytest.raises(ConfigurationError, match="give --reward-model and --reward-url"):
+        prepare_verl_run(VerlRunConfig(**{**config.__dict__, "reward_url": None}))
+    with pytest.raises(ConfigurationError, match="--reward-source must be one of"):
+        prepare_verl_run(VerlRunConfig(**{**config.__dict__, "reward_source": "vibes"}))
     with pytest.raises(ConfigurationError, match="--kl-coef must be > 0"):
         prepare_verl_run(VerlRunConfig(**{**config.__dict__, "kl_coef": 0.0}))
     with pytest.raises(DataError, match="fewer than --batch-size"):
