@@ -33,7 +33,7 @@ class RLConfig(GRPOConfig):
     out: Path = field(metadata={"help": "registry folder; the checkpoint goes to OUT/VERSION"})
     reward_model: Path | None = field(
         default=None,
-        metadata={"help": "reward model checkpoint folder (--reward-source model needs one)"},
+        metadata={"help": "reward model checkpoint folder (--reward-source model reads it)"},
     )
     version: str = field(default="rl-0001", metadata={"help": "checkpoint version name"})
     split: str = field(default="train", metadata={"help": "train on questions of this split"})

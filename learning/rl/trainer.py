@@ -80,10 +80,10 @@ def train_rl(
     resume_from = checkpoint_to_resume(work, config.resume, config.resume_from_checkpoint)
     trainer_class = _episode_trainer_class()
     parent, base_model = parent_of(config.policy)
+    # the outcome reward asks no reward model: one given is neither loaded nor recorded
+    reward_model = config.reward_model if config.reward_source == "model" else None
     reward_version = (
-        load_reward_manifest(config.reward_model, verify=True).version
-        if config.reward_model is not None
-        else None
+        load_reward_manifest(reward_model, verify=True).version if reward_model else None
     )
     questions = load_questions(config.questions, config.split)  # none: a DataError
     order = sorted(questions, key=lambda q: q.question)
@@ -103,11 +103,7 @@ def train_rl(
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(config.policy, dtype=torch.float32)
-    score = (
-        RewardScorer(config.reward_model).score_texts
-        if config.reward_model is not None
-        else _no_reward_model
-    )
+    score = RewardScorer(reward_model).score_texts if reward_model else _no_reward_model
     segments = SegmentTable()
     rollouts = EpisodeRollouts(
         config,
@@ -189,6 +185,7 @@ def train_rl(
         "trained": True,
         "method": "rl-grpo-lora",
         "parent": parent,
+        "reward_source": config.reward_source,
         "reward_model": reward_version,
         "questions_sha256": hashlib.sha256(config.questions.read_bytes()).hexdigest(),
         "questions": len(unique),

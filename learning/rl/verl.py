@@ -424,7 +424,7 @@ class VerlRunConfig:
     )
     reward_model: Path | None = field(
         default=None,
-        metadata={"help": "reward model checkpoint folder (--reward-source model needs one)"},
+        metadata={"help": "reward model checkpoint folder (--reward-source model reads it)"},
     )
     reward_url: str | None = field(
         default=None,

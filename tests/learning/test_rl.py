@@ -470,7 +470,9 @@ def test_rl_on_real_episodes_logs_reward_and_kl_and_changes_the_policy(
     manifest = load_manifest(result.checkpoint, verify=True)
     assert manifest.kind == "policy" and manifest.version == "rl-tiny"
     assert manifest.metrics["parent"] == "bc-tiny"
-    assert manifest.metrics["reward_model"] == "rm-bon"
+    assert (manifest.metrics["reward_model"], manifest.metrics["reward_source"]) == (
+        "rm-bon", "model"
+    )  # fmt: skip
     assert manifest.metrics["steps"] == 4 and manifest.metrics["episodes"] == 12
     logged = [
         json.loads(line)
@@ -499,7 +501,9 @@ def test_rl_on_the_outcome_reward_needs_no_reward_model(
     tiny_bc: tuple[Path, Path], learning_store: Path, reward_checkpoint: Path, tmp_path: Path
 ) -> None:
     config = rl_config(tiny_bc, reward_checkpoint, learning_store, tmp_path / "registry")
-    config.reward_model, config.reward_source = None, "outcome"
+    # a reward model named beside the outcome is neither read (this folder is missing) nor
+    # recorded: the outcome asks it for no score
+    config.reward_source, config.reward_model = "outcome", tmp_path / "missing-rm"
     config.max_steps, config.answer_only_share = 2, 1.0
 
     result = train_rl(config, log=lambda _: None)
@@ -511,6 +515,7 @@ def test_rl_on_the_outcome_reward_needs_no_reward_model(
         assert -2.0 <= entry["reward"] <= entry["episodes/correct"] + 1e-6  # float32 means
     manifest = load_manifest(result.checkpoint, verify=True)
     assert manifest.metrics["reward_model"] is None and manifest.metrics["steps"] == 2
+    assert manifest.metrics["reward_source"] == "outcome"
 
 
 @pytest.mark.slow
