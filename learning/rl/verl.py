@@ -353,12 +353,12 @@ def agent_loop_class(base: type, output: type, metrics: type) -> type:
                 prompt_length=rollout.prompt_length,
                 response_length=rollout.response_length,
             )
-            if reward_url and reward_model:
-                score = resources.scorer(reward_url, reward_model, reward_api_key).score_texts
-            elif reward_source == "model":
-                raise ConfigurationError("reward_source model needs reward_url and reward_model")
-            else:
+            if reward_source != "model":  # the outcome: a reward model given is not read
                 score = _no_reward_model
+            elif reward_url and reward_model:
+                score = resources.scorer(reward_url, reward_model, reward_api_key).score_texts
+            else:
+                raise ConfigurationError("reward_source model needs reward_url and reward_model")
             self.episodes = BrowsingEpisodes(config, self.tokenizer, resources.web(store), score)
 
         async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
