@@ -123,33 +123,43 @@ def test_model_serve_names_a_checkpoint_after_its_folder_and_keeps_it_apart_from
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`webgpt model serve --model-dir X` once served X as the default's version and recorded
-    it, so a later `webgpt answer` answered with X while saying it was the default."""
-    import webgpt.agent.cli as cli
+    it, so a later `webgpt answer` answered with X while saying it was the default. The
+    checkpoints here are registry versions (config files only: nothing is loaded)."""
+    from webgpt.agent.cli import served_model
     from webgpt.agent.errors import ConfigurationError
-    from webgpt.agent.model import DEFAULT_VERSION
+    from webgpt.agent.model import DEFAULT_VERSION, policy_registry_dir
+    from webgpt.agent.registry import PolicyRegistry
 
-    default_folder = tmp_path / "default-merged"
-    monkeypatch.setattr(cli, "prepare_default_model", lambda progress: default_folder)
-    config, record = cli.served_model(None, port=8401)
-    assert (config.model_dir, config.served_name, config.port, record) == (
-        default_folder, DEFAULT_VERSION, 8401, True
-    )  # fmt: skip
-
+    home = tmp_path / "home"
+    monkeypatch.setenv("WEBGPT_HOME", str(home))
     full = tmp_path / "rl-cpu-v8"
     full.mkdir()
     (full / "config.json").write_text("{}")
-    config, record = cli.served_model(full, port=8401)
+    registry = PolicyRegistry(policy_registry_dir())
+    registry.publish(full, DEFAULT_VERSION, base_model="tiny")  # as `model prepare` leaves it
+    config, record = served_model(None, port=8401)
+    assert (config.model_dir, config.served_name, config.port, record) == (
+        registry.root / DEFAULT_VERSION, DEFAULT_VERSION, 8401, True
+    )  # fmt: skip
+
+    config, record = served_model(full, port=8401)
     assert (config.model_dir, config.served_name, record) == (full, "rl-cpu-v8", False)
 
-    adapter = tmp_path / "webgpt-bc-135m-v13"
-    adapter.mkdir()
-    (adapter / "adapter_config.json").write_text('{"r": 16}')
-    merged = tmp_path / "merged" / "webgpt-bc-135m-v13-0123"
-    monkeypatch.setattr(cli, "merged_adapter", lambda folder, progress: merged / folder.name)
-    config, record = cli.served_model(adapter, port=8401)
+    # an adapter is served merged into its base (merged once before, so found, not made)
+    registry.publish(full, "tiny", base_model="tiny")
+    lora = tmp_path / "lora"
+    lora.mkdir()
+    (lora / "adapter_config.json").write_text('{"r": 16}')
+    (lora / "adapter_model.safetensors").write_bytes(b"weights")
+    adapter = registry.root / "webgpt-bc-135m-v13"
+    digest = registry.publish(lora, adapter.name, base_model="tiny").files[
+        "adapter_model.safetensors"
+    ][:16]
+    merged = PolicyRegistry(home / "merged").publish(full, f"{adapter.name}-{digest}", "tiny")
+    config, record = served_model(adapter, port=8401)
     assert (config.model_dir, config.served_name, record) == (
-        merged / "webgpt-bc-135m-v13", "webgpt-bc-135m-v13", False
+        home / "merged" / merged.version, "webgpt-bc-135m-v13", False
     )  # fmt: skip
 
     with pytest.raises(ConfigurationError, match="no checkpoint folder"):
-        cli.served_model(tmp_path / "missing", port=8401)
+        served_model(tmp_path / "missing", port=8401)

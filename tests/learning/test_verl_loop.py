@@ -408,6 +408,8 @@ def test_a_verl_run_is_prepared_with_data_config_and_launch_command(
         prepare_verl_run(VerlRunConfig(**{**config.__dict__, "reward_url": None}))
     with pytest.raises(ConfigurationError, match="--reward-source must be one of"):
         prepare_verl_run(VerlRunConfig(**{**config.__dict__, "reward_source": "vibes"}))
+    with pytest.raises(ConfigurationError, match="--action-cost must be 0 or more"):
+        prepare_verl_run(VerlRunConfig(**{**outcome.__dict__, "action_cost": -0.1}))
     with pytest.raises(ConfigurationError, match="--kl-coef must be > 0"):
         prepare_verl_run(VerlRunConfig(**{**config.__dict__, "kl_coef": 0.0}))
     with pytest.raises(DataError, match="fewer than --batch-size"):
