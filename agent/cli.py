@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import math
 import time
 from pathlib import Path
 
@@ -33,6 +34,29 @@ from webgpt.infra.vllm_server import (
 )
 
 REGISTRY_HELP = "policy registry folder (default: $WEBGPT_HOME/registry/policy)"
+
+
+def add_decline_threshold(parser: argparse.ArgumentParser) -> None:
+    """--decline-threshold P, shared by `webgpt answer` and `webgpt eval`."""
+    parser.add_argument(
+        "--decline-threshold",
+        type=_probability,
+        default=None,
+        metavar="P",
+        help="decline when the policy's own probability of a decline is at least P (0-1), "
+        "else answer with citations; default: the sampled answer decides "
+        '(docs/questions.md, "A decline threshold")',
+    )
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a probability from 0 to 1")
+    return value
 
 
 def register(
@@ -96,6 +120,7 @@ def register(
     answer.add_argument(
         "--allow-refusal", action="store_true", help="guided: offer End: Nonsense/Controversial"
     )
+    add_decline_threshold(answer)
     answer.add_argument("--js", choices=["auto", "never", "always"], default="auto")
     answer.add_argument("--json", action="store_true", help="print the full result as JSON")
     answer.set_defaults(run=_answer)
@@ -219,6 +244,7 @@ async def _answer_async(
             temperature=args.temperature,
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
+            decline_threshold=args.decline_threshold,
         ),
         session=SessionConfig(max_actions=args.max_actions),
     )

@@ -13,7 +13,8 @@ DECLINE_PREFIX = "The pages I found do not say "
 MAX_DECLINE_CHARS = 160  # what was asked, after the prefix, in a demonstrated decline
 # No citation and no square brackets: a decline cites nothing. Unbounded, as a bounded run
 # costs the engine a state per character (agent.grammar); max_tokens ends it.
-DECLINE_REGEX = DECLINE_PREFIX + "[^\\[\\]■\\n]{3,}"
+DECLINE_CLAUSE_REGEX = "[^\\[\\]■\\n]{3,}"  # what was asked, after the prefix
+DECLINE_REGEX = DECLINE_PREFIX + DECLINE_CLAUSE_REGEX
 
 _AUX = re.compile(
     r"^(?P<wh>[Ww]h\w+|[Ii]n (?:which|what) \w+"

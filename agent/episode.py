@@ -1,13 +1,22 @@
 """One episode: browse until `End:` or a limit, then write an answer that cites quotes."""
 
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from webgpt.agent.declines import is_declined, uncited_decline
-from webgpt.agent.grammar import Quoted, answer_regex, browsing_regex, with_stop
-from webgpt.agent.policy import Policy, Sampling, Usage
+from webgpt.agent.declines import DECLINE_CLAUSE_REGEX, DECLINE_PREFIX, is_declined, uncited_decline
+from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.grammar import (
+    Quoted,
+    answer_regex,
+    browsing_regex,
+    cited_answer_regex,
+    with_stop,
+)
+from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from webgpt.agent.trace import (
     ActionEvent,
@@ -20,6 +29,10 @@ from webgpt.browser.session import BrowserSession
 
 Emit = Callable[[TraceEvent], Awaitable[None]]
 CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
+# A decline's opening words as the model tokenizes them (" say", then " who ..."): what a
+# decline threshold scores, and what a decline it chose is written after.
+DECLINE_OPENING = DECLINE_PREFIX.rstrip()
+AnswerBranch = Literal["either", "cited", "decline"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,15 @@ class EpisodeConfig:
     allow_refusal: bool = False
     command_max_tokens: int = 64
     answer_max_tokens: int = 600  # > 4 x grammar.FIRST_CITATION_CHARS
+    # Decline when the policy's own probability of opening its answer with the decline's
+    # words (DECLINE_OPENING, after the answer prompt) is at least this, else write a cited
+    # answer: a choice made on the whole decline rather than token by token, tunable on
+    # dev questions (docs/questions.md, "A decline threshold"). None: sampling decides.
+    decline_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
+            raise ValueError(f"decline_threshold {self.decline_threshold}: give 0 to 1")
 
 
 @dataclass
@@ -63,6 +85,8 @@ class EpisodeResult:
     # every quote collected, numbered from 1: what an answer written from answer_prompt
     # may cite (references, but kept for a decline too: RL writes other answers from it)
     quotes: list[Reference] = field(default_factory=list)
+    # With a decline threshold: the policy's probability of opening with a decline
+    decline_probability: float | None = None
 
     @property
     def declined(self) -> bool:
@@ -86,14 +110,25 @@ def served_answer(text: str, quote_count: int) -> tuple[str, list[int]]:
     return check_citations(uncited_decline(text.strip()), quote_count)
 
 
-def answer_sampling(config: EpisodeConfig, question: str, quotes: Sequence[Quoted]) -> Sampling:
-    """How the answer to the question is sampled from the answer-phase prompt of its quotes."""
+def answer_sampling(
+    config: EpisodeConfig,
+    question: str,
+    quotes: Sequence[Quoted],
+    branch: AnswerBranch = "either",
+) -> Sampling:
+    """How the answer to the question is sampled from the answer-phase prompt of its quotes:
+    a cited answer or a decline, or one of them alone; the decline's rest after
+    DECLINE_OPENING, which the prompt then ends with."""
+    if branch == "decline":
+        regex = f" {DECLINE_CLAUSE_REGEX}"
+    else:
+        regex = (answer_regex if branch == "either" else cited_answer_regex)(question, quotes)
     return Sampling(
         n=1,
         temperature=config.temperature,
         max_tokens=config.answer_max_tokens,
         stop=ANSWER_STOP,
-        regex=with_stop(answer_regex(question, quotes), ANSWER_STOP[0]) if config.guided else None,
+        regex=with_stop(regex, ANSWER_STOP[0]) if config.guided else None,
     )
 
 
@@ -172,15 +207,26 @@ async def write_answer(
     emit: Emit | None = None,
 ) -> None:
     """The answer phase, into result: the policy writes an answer citing the session's
-    quotes (none without quotes); citations of no quote are removed, a decline cites none."""
+    quotes (none without quotes); citations of no quote are removed, a decline cites none.
+    With a decline threshold, the policy's probability of a decline chooses which."""
     result.references = result.quotes = references(session)
     if not session.quotes:
         return
     prompt = session.answer_prompt()
     result.answer_prompt = prompt
-    sampling = answer_sampling(config, session.question, session.quotes)
     clock = time.perf_counter()
+    branch: AnswerBranch = "either"
+    if config.decline_threshold is not None:
+        result.decline_probability = await decline_probability(policy, prompt)
+        declines = result.decline_probability >= config.decline_threshold
+        branch = "decline" if declines else "cited"
+    sampling = answer_sampling(config, session.question, session.quotes, branch)
     parts: list[str] = []
+    if branch == "decline":
+        parts.append(DECLINE_OPENING)
+        prompt += DECLINE_OPENING
+        if emit is not None:
+            await emit(AnswerDeltaEvent(episode=result.episode, text=DECLINE_OPENING))
     async for chunk in policy.stream(prompt, sampling):
         if chunk.usage is not None:
             result.usage += chunk.usage
@@ -194,3 +240,10 @@ async def write_answer(
     result.answer = answer
     if is_declined(answer):  # it cites nothing, so it has no references
         result.references = []
+
+
+async def decline_probability(policy: Policy, answer_prompt: str) -> float:
+    """The policy's probability of opening its answer with a decline's words."""
+    if not isinstance(policy, ScoresContinuations):
+        raise ConfigurationError(f"policy {policy.name} cannot score text: no decline threshold")
+    return math.exp(await policy.continuation_logprob(answer_prompt, DECLINE_OPENING))

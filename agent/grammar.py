@@ -159,10 +159,15 @@ def shown_numbers(question: str, quotes: Sequence[Quoted]) -> list[str]:
 
 
 def answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
+    """A cited answer (cited_answer_regex) or a decline (agent.declines), which cites
+    nothing."""
+    return f"({cited_answer_regex(question, quotes)}|{DECLINE_REGEX})"
+
+
+def cited_answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
     """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
     square brackets, no number that the question and quotes do not show, and at most
-    MAX_TAIL_CHARS after the last citation; or a decline (agent.declines), which cites
-    nothing.
+    MAX_TAIL_CHARS after the last citation.
 
     Where they show no number, the first citation comes within FIRST_CITATION_CHARS
     characters: a byte-level tokenizer spends at most 4 tokens on a character, so even an
@@ -181,4 +186,4 @@ def answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
         first = f"({text}{{10,}}|{text}*{numbered})"
         sentence = f"({sentence}|{text}+{numbered})"
     more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
-    return f"({first}{cite}{more}{text}{{0,{MAX_TAIL_CHARS}}}|{DECLINE_REGEX})"
+    return f"{first}{cite}{more}{text}{{0,{MAX_TAIL_CHARS}}}"

@@ -2,7 +2,7 @@
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -67,4 +67,14 @@ class Policy(Protocol):
 
     def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         """Text deltas of one sample (sampling.n must be 1)."""
+        ...
+
+
+@runtime_checkable
+class ScoresContinuations(Protocol):
+    """A policy that can say how likely it finds a given continuation of a prompt: what a
+    decline threshold (EpisodeConfig.decline_threshold) reads."""
+
+    async def continuation_logprob(self, prompt: str, continuation: str) -> float:
+        """log P(continuation | prompt), summed over the continuation's tokens."""
         ...

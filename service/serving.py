@@ -209,7 +209,10 @@ class AnswerService:
             self.web,
             policy,
             scorer,
-            episode=EpisodeConfig(temperature=request.temperature),
+            episode=EpisodeConfig(
+                temperature=request.temperature,
+                decline_threshold=self.settings.decline_threshold,
+            ),
             session=SessionConfig(max_actions=request.max_actions),
         )
 
@@ -243,7 +246,8 @@ class AnswerService:
         async def run() -> tuple[EpisodeResult, str]:
             async with self.admission.slot(), self._versions() as (policy, _):
                 result = EpisodeResult(0, None, [], session.end_reason)
-                await write_answer(result, session, policy, EpisodeConfig())
+                episode = EpisodeConfig(decline_threshold=self.settings.decline_threshold)
+                await write_answer(result, session, policy, episode)
                 return result, policy.name
 
         return await self._within_deadline(self.settings.answer_deadline_s, run())

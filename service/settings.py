@@ -62,6 +62,10 @@ class ServiceSettings(Settings):
     policy_canaries: list[str] = Field(
         default_factory=lambda: ["Who wrote the novel Pride and Prejudice?"]
     )
+    # Decline when the policy's probability of a decline is at least this, else answer with
+    # citations (agent.episode.EpisodeConfig.decline_threshold); None: the sampled answer
+    # decides. A property of the policy served: choose it on its dev questions.
+    decline_threshold: float | None = Field(default=None, ge=0, le=1)
     reward_model: Path | None = None  # None: n must be 1
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and
     # reward_model names its checkpoint folder, of which only the manifest is read.

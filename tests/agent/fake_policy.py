@@ -1,11 +1,13 @@
 """A scripted OpenAI-compatible completions server on loopback, with faults on demand.
 
 Browsing prompts (they end with "♦Next action\\n") get the next scripted command; answer
-prompts (they end with "■") get the next scripted answer. Every request body is recorded.
+prompts (they end with "■", or with the opening of a decline the policy was held to) get
+the next scripted answer. Every request body is recorded.
 """
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -15,6 +17,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from webgpt.agent.episode import DECLINE_OPENING
 
 
 @dataclass
@@ -43,6 +47,10 @@ class Script:
     tokenizer: Any = None
     one_token_per_character: bool = False
     sampled_logprob: float = -0.5  # every sampled token's log-prob, when asked
+    # `echo` with `logprobs` (how a continuation is scored): the prompt comes back as
+    # tokens (words with their leading space, "■" alone), each with this log-prob and its
+    # character offset, then one generated token.
+    echoed_logprob: float = -1.0
 
     def sampled_ids(self, text: str) -> list[int]:
         if not self.one_token_per_character:
@@ -82,6 +90,30 @@ def _usage(prompt: str, text: str) -> dict[str, int]:
     }
 
 
+def _echoed(script: Script, prompt: str) -> dict[str, Any]:
+    tokens = [(m.start(), m.group()) for m in re.finditer(r"■|\s*[^\s■]+|\s+", prompt)]
+    tokens.append((len(prompt), " and"))  # the one token generated after the prompt
+    logprobs = [None] + [script.echoed_logprob] * (len(tokens) - 1)  # none for the first
+    return {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "model": script.model,
+        "choices": [
+            {
+                "index": 0,
+                "text": prompt + " and",
+                "finish_reason": "length",
+                "logprobs": {
+                    "tokens": [text for _, text in tokens],
+                    "token_logprobs": logprobs,
+                    "text_offset": [offset for offset, _ in tokens],
+                },
+            }
+        ],
+        "usage": _usage(prompt, " and"),
+    }
+
+
 def fake_policy_app(script: Script) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
@@ -115,7 +147,9 @@ def fake_policy_app(script: Script) -> Starlette:
         if fault == "garbage-json":
             return Response(b"{not json", media_type="application/json")
         prompt: str = body["prompt"]
-        is_answer = prompt.endswith("■")
+        if body.get("echo"):
+            return JSONResponse(_echoed(script, prompt))
+        is_answer = prompt.endswith(("■", DECLINE_OPENING))
         texts = [
             script.next_answer() if is_answer else script.next_command(prompt)
             for _ in range(body.get("n", 1))

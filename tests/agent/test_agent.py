@@ -1,17 +1,21 @@
 """The agent against a scripted policy server and a real (small) offline web."""
 
 import asyncio
+import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 import pytest
 
 from tests.agent.fake_policy import Script
 from webgpt.agent.answer import Agent, ScoredAnswer
-from webgpt.agent.episode import EpisodeConfig, check_citations
-from webgpt.agent.errors import ConfigurationError, PolicyError
+from webgpt.agent.declines import decline_answer
+from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, check_citations, run_episode
+from webgpt.agent.errors import ConfigurationError, PolicyError, PolicyResponseError
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.policy import Completions, Sampling, StreamChunk
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
@@ -29,6 +33,13 @@ def quoted(extract: str, title: str = "Page") -> CollectedQuote:
     return CollectedQuote(
         title=title, domain="example.org", url="https://example.org/", extract=extract
     )
+
+
+def _into(events: list[TraceEvent]) -> Callable[[TraceEvent], Awaitable[None]]:
+    async def collect(event: TraceEvent) -> None:
+        events.append(event)
+
+    return collect
 
 
 class LengthScorer:
@@ -74,7 +85,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
         assert request["stop"] == ["\n"] and request["n"] == 1 and request["temperature"] == 0.8
         # The grammar sent with each step admits the command the policy then wrote.
         assert re.fullmatch(request["structured_outputs"]["regex"], command)
-    [answering] = [r for r in script.requests if r["stream"]]
+    [answering] = [r for r in script.requests if r.get("stream")]
     assert answering["prompt"] == (
         "Can crows recognise people?■[1] Crow (en.wikipedia.org)\n\n"
         "Crows can recognise individual human faces and remember them for years.■"
@@ -169,6 +180,89 @@ async def test_unguided_answer_with_dangling_citation(
     result = await Agent(web, policy, episode=EpisodeConfig(guided=False)).answer("q")
     assert result.answer == "Crows know faces [1]."
     assert result.candidates[0].dangling_citations == [4]
+
+
+async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_likely_enough(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The policy's probability of the decline's opening words (the scripted server gives
+    each word the same log-prob) against the threshold: at or above it the policy writes
+    the rest of a decline, below it a cited answer; the probability is recorded."""
+    question = "Which crow won the 2031 Tour de France?"
+    decline = decline_answer(question)
+    script.echoed_logprob = math.log(0.3) / len(DECLINE_OPENING.split())
+    outcomes = {}
+    written = {0.29: decline.removeprefix(DECLINE_OPENING), 0.31: "Crows are corvids [1]."}
+    for threshold, answer in written.items():
+        script.commands, script.requests, script.answers = list(CROW_EPISODE), [], [answer]
+        events: list[TraceEvent] = []
+        config = EpisodeConfig(decline_threshold=threshold)
+        result = await run_episode(0, web.session(), policy, question, config, _into(events))
+        [scored] = [r for r in script.requests if r.get("echo")]
+        [answering] = [r for r in script.requests if r.get("stream")]
+        assert scored["prompt"] == result.answer_prompt + DECLINE_OPENING
+        assert result.decline_probability == pytest.approx(0.3)
+        deltas = [e.text for e in events if e.type == "answer_delta"]  # type: ignore[union-attr]
+        assert "".join(deltas) == result.answer
+        outcomes[threshold] = (result, answering, deltas)
+
+    declined, answering, deltas = outcomes[0.29]
+    assert declined.answer == decline and declined.declined and declined.references == []
+    assert answering["prompt"] == declined.answer_prompt + DECLINE_OPENING
+    assert deltas[0] == DECLINE_OPENING
+    rest = decline.removeprefix(DECLINE_OPENING)
+    assert re.fullmatch(answering["structured_outputs"]["regex"], rest + "■")
+
+    answered, answering, _ = outcomes[0.31]
+    assert answered.answer == "Crows are corvids [1]." and not answered.declined
+    assert answering["prompt"] == answered.answer_prompt
+    cited_only = answering["structured_outputs"]["regex"]
+    assert re.fullmatch(cited_only, "Crows are corvids [1].■")
+    assert not re.fullmatch(cited_only, decline + "■")  # the decline is not offered
+
+
+async def test_no_decline_threshold_leaves_the_choice_to_sampling(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.commands = list(CROW_EPISODE)
+    result = await run_episode(0, web.session(), policy, "Can crows count?", EpisodeConfig())
+    assert result.decline_probability is None
+    assert not any(r.get("echo") for r in script.requests)
+    [answering] = [r for r in script.requests if r.get("stream")]
+    assert re.fullmatch(answering["structured_outputs"]["regex"], decline_answer("q") + "■")
+    with pytest.raises(ValueError, match="0 to 1"):
+        EpisodeConfig(decline_threshold=1.5)
+
+
+async def test_a_decline_threshold_needs_a_policy_that_scores_text(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    @dataclass
+    class Unscoring:  # completes like the server's policy, scores nothing
+        inner: OpenAIPolicy
+        name: str = "unscoring"
+
+        async def complete(self, prompt: str, sampling: Sampling) -> Completions:
+            return await self.inner.complete(prompt, sampling)
+
+        def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
+            return self.inner.stream(prompt, sampling)
+
+    script.commands = list(CROW_EPISODE)
+    config = EpisodeConfig(decline_threshold=0.5)
+    with pytest.raises(ConfigurationError, match="cannot score text"):
+        await run_episode(0, web.session(), Unscoring(policy), "Can crows count?", config)
+
+
+async def test_a_continuation_is_scored_from_the_prompt_s_end(
+    policy: OpenAIPolicy, script: Script
+) -> None:
+    script.echoed_logprob = -0.25
+    assert await policy.continuation_logprob("Crows are■", "The pages say") == -0.75
+    with pytest.raises(PolicyResponseError, match="token boundary"):
+        await policy.continuation_logprob("Crows a", "re corvids")  # " are" spans both
+    with pytest.raises(ValueError, match="no continuation"):
+        await policy.continuation_logprob("Crows are■", "")
 
 
 async def test_best_of_n_needs_a_scorer(web: Web, policy: OpenAIPolicy) -> None:

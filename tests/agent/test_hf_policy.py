@@ -99,3 +99,17 @@ async def test_a_failed_generate_reaches_every_caller_of_its_batch(tmp_path: Pat
 
     policy.model.generate = generate  # the policy goes on with the next calls
     assert len((await policy.complete("Search a", greedy)).choices) == 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+async def test_a_continuation_s_log_prob_follows_the_chain_rule(tmp_path: Path) -> None:
+    """log P(b c | a) = log P(b | a) + log P(c | a b), each a sum over the model's own
+    next-token distributions, and a continuation that starts inside a token is refused."""
+    policy = tiny_policy(tmp_path)
+    whole = await policy.continuation_logprob("Search crows", " Top Back")
+    first = await policy.continuation_logprob("Search crows", " Top")
+    second = await policy.continuation_logprob("Search crows Top", " Back")
+    assert whole < first < 0.0
+    assert whole == pytest.approx(first + second, abs=1e-4)
+    with pytest.raises(ValueError, match="token boundary"):
+        await policy.continuation_logprob("Search cro", "ws")

@@ -12,7 +12,9 @@ import pytest
 
 from tests.servers import free_port
 from webgpt.agent.answer import Agent
+from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig
 from webgpt.agent.grammar import browsing_regex
+from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.agent.model import DEFAULT_VERSION, prepare_default_model
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.policy import Sampling
@@ -110,6 +112,47 @@ async def test_an_episode_runs_to_an_answer_that_cites_a_quote(
     assert candidate.dangling_citations == []
     assert result.versions["policy"] == DEFAULT_VERSION
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+
+
+async def test_the_server_scores_a_continuation_as_the_model_does(
+    real_policy: OpenAIPolicy,
+) -> None:
+    """vLLM's echoed log-probs against the same weights in transformers: equal up to the
+    engine's arithmetic (float32 here, bfloat16 on a CPU that has it), and far apart for
+    the opening of a decline, which the default was never taught, and of an answer."""
+    prompt = (
+        "Can crows recognise people?■[1] Crow (en.wikipedia.org)\n\n"
+        "Crows can recognise individual human faces and remember them for years.■"
+    )
+    local = TransformersPolicy.from_pretrained(str(prepare_default_model()))
+    for continuation in (DECLINE_OPENING, "Crows can recognise"):
+        served = await real_policy.continuation_logprob(prompt, continuation)
+        computed = await local.continuation_logprob(prompt, continuation)
+        assert served == pytest.approx(computed, rel=0.1, abs=0.5), continuation
+    answer = await real_policy.continuation_logprob(prompt, "Crows can recognise")
+    decline = await real_policy.continuation_logprob(prompt, DECLINE_OPENING)
+    assert decline < answer - 5.0
+
+
+async def test_a_decline_threshold_holds_the_default_to_a_decline_or_a_cited_answer(
+    web: Web, real_policy: OpenAIPolicy
+) -> None:
+    """At 0 every answer declines, at 1 none does: the guided rest of the decline after
+    its opening, and the cited branch alone, on the real engine."""
+    answers = {}
+    for threshold in (0.0, 1.0):
+        agent = Agent(
+            web,
+            real_policy,
+            episode=EpisodeConfig(temperature=0.0, decline_threshold=threshold),
+            session=SessionConfig(max_actions=8),
+        )
+        answers[threshold] = await agent.answer("Can crows recognise people?")
+    declined, answered = answers[0.0], answers[1.0]
+    assert declined.answer is not None and declined.answer.startswith(DECLINE_OPENING + " ")
+    assert declined.declined and declined.references == []
+    assert answered.answer is not None and not answered.declined
+    assert re.search(r"\[1\]", answered.answer) and answered.references
 
 
 async def test_the_default_policy_answers_the_demo_question(
