@@ -217,7 +217,8 @@ async def write_answer(
     clock = time.perf_counter()
     branch: AnswerBranch = "either"
     if config.decline_threshold is not None:
-        result.decline_probability = await decline_probability(policy, prompt)
+        result.decline_probability, used = await decline_probability(policy, prompt)
+        result.usage += used
         declines = result.decline_probability >= config.decline_threshold
         branch = "decline" if declines else "cited"
     sampling = answer_sampling(config, session.question, session.quotes, branch)
@@ -242,8 +243,10 @@ async def write_answer(
         result.references = []
 
 
-async def decline_probability(policy: Policy, answer_prompt: str) -> float:
-    """The policy's probability of opening its answer with a decline's words."""
+async def decline_probability(policy: Policy, answer_prompt: str) -> tuple[float, Usage]:
+    """The policy's probability of opening its answer with a decline's words, and the
+    tokens reading it took."""
     if not isinstance(policy, ScoresContinuations):
         raise ConfigurationError(f"policy {policy.name} cannot score text: no decline threshold")
-    return math.exp(await policy.continuation_logprob(answer_prompt, DECLINE_OPENING))
+    logprob, used = await policy.continuation_logprob(answer_prompt, DECLINE_OPENING)
+    return math.exp(logprob), used

@@ -94,14 +94,14 @@ class TransformersPolicy:
         result = await self.complete(prompt, sampling)
         yield StreamChunk(result.choices[0].text, result.usage)
 
-    async def continuation_logprob(self, prompt: str, continuation: str) -> float:
+    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
         """The prompt and continuation tokenized together, as a serving engine does; the
         continuation's tokens are those from the prompt's end on."""
         if not continuation:
             raise ValueError("no continuation to score")
         return await asyncio.to_thread(self._continuation_logprob, prompt, continuation)
 
-    def _continuation_logprob(self, prompt: str, continuation: str) -> float:
+    def _continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
         import torch
 
         encoded = self.tokenizer(prompt + continuation, return_offsets_mapping=True)
@@ -114,7 +114,8 @@ class TransformersPolicy:
             logits = self.model(ids).logits[0, :-1].float()
         logprobs = torch.log_softmax(logits, dim=-1)
         targets = ids[0, first:]
-        return float(logprobs[first - 1 :].gather(1, targets[:, None]).sum())
+        logprob = float(logprobs[first - 1 :].gather(1, targets[:, None]).sum())
+        return logprob, Usage(prompt_tokens=ids.shape[1])
 
     async def _generate_waiting(self) -> None:
         """Batch after batch until no call waits; every call's future gets its result, the

@@ -64,7 +64,7 @@ class OpenAIPolicy:
             raise PolicyResponseError(f"asked for {sampling.n} samples, got {len(completions)}")
         return Completions(completions, used, prompt_ids if sampling.token_ids else None)
 
-    async def continuation_logprob(self, prompt: str, continuation: str) -> float:
+    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
         """By the completions API's `echo` with `logprobs`: the server sends back the
         log-prob of each of the prompt's own tokens with its character offset, and the
         continuation's tokens are those from the prompt's end on (the one token it then
@@ -76,6 +76,8 @@ class OpenAIPolicy:
         body = await self._request({**payload, "echo": True, "logprobs": 0})
         try:
             logprobs = body["choices"][0]["logprobs"]
+            usage = body.get("usage") or {}
+            used = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
             scored = [
                 (offset, value)
                 for offset, value in zip(
@@ -91,7 +93,7 @@ class OpenAIPolicy:
             )
         if any(value is None for _, value in scored):
             raise PolicyResponseError("the server sent no log-prob for a continuation token")
-        return float(sum(value for _, value in scored))
+        return float(sum(value for _, value in scored)), used
 
     async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         if sampling.n != 1:

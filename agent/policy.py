@@ -75,6 +75,7 @@ class ScoresContinuations(Protocol):
     """A policy that can say how likely it finds a given continuation of a prompt: what a
     decline threshold (EpisodeConfig.decline_threshold) reads."""
 
-    async def continuation_logprob(self, prompt: str, continuation: str) -> float:
-        """log P(continuation | prompt), summed over the continuation's tokens."""
+    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
+        """log P(continuation | prompt), summed over the continuation's tokens, and the
+        tokens the request took."""
         ...

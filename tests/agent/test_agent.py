@@ -15,7 +15,7 @@ from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, check_citations, run_episode
 from webgpt.agent.errors import ConfigurationError, PolicyError, PolicyResponseError
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.policy import Completions, Sampling, StreamChunk
+from webgpt.agent.policy import Completions, Sampling, StreamChunk, Usage
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
@@ -202,6 +202,8 @@ async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_like
         [answering] = [r for r in script.requests if r.get("stream")]
         assert scored["prompt"] == result.answer_prompt + DECLINE_OPENING
         assert result.decline_probability == pytest.approx(0.3)
+        read = sum(len(r["prompt"].split()) for r in script.requests)  # the server's count
+        assert result.usage.prompt_tokens == read  # the decline's reading included
         deltas = [e.text for e in events if e.type == "answer_delta"]  # type: ignore[union-attr]
         assert "".join(deltas) == result.answer
         outcomes[threshold] = (result, answering, deltas)
@@ -258,7 +260,10 @@ async def test_a_continuation_is_scored_from_the_prompt_s_end(
     policy: OpenAIPolicy, script: Script
 ) -> None:
     script.echoed_logprob = -0.25
-    assert await policy.continuation_logprob("Crows are■", "The pages say") == -0.75
+    assert await policy.continuation_logprob("Crows are■", "The pages say") == (
+        -0.75,
+        Usage(prompt_tokens=4, completion_tokens=1),  # as the server counted them
+    )
     with pytest.raises(PolicyResponseError, match="token boundary"):
         await policy.continuation_logprob("Crows a", "re corvids")  # " are" spans both
     with pytest.raises(ValueError, match="no continuation"):

@@ -7,7 +7,7 @@ import pytest
 
 from tests.reward.tiny import build_tiny_backbone
 from webgpt.agent.hf_policy import TransformersPolicy, truncate_at_stop
-from webgpt.agent.policy import Sampling
+from webgpt.agent.policy import Sampling, Usage
 
 
 def tiny_policy(folder: Path) -> TransformersPolicy:
@@ -106,9 +106,10 @@ async def test_a_continuation_s_log_prob_follows_the_chain_rule(tmp_path: Path) 
     """log P(b c | a) = log P(b | a) + log P(c | a b), each a sum over the model's own
     next-token distributions, and a continuation that starts inside a token is refused."""
     policy = tiny_policy(tmp_path)
-    whole = await policy.continuation_logprob("Search crows", " Top Back")
-    first = await policy.continuation_logprob("Search crows", " Top")
-    second = await policy.continuation_logprob("Search crows Top", " Back")
+    whole, used = await policy.continuation_logprob("Search crows", " Top Back")
+    first, _ = await policy.continuation_logprob("Search crows", " Top")
+    second, _ = await policy.continuation_logprob("Search crows Top", " Back")
+    assert used == Usage(prompt_tokens=4)  # the four words, read in one pass
     assert whole < first < 0.0
     assert whole == pytest.approx(first + second, abs=1e-4)
     with pytest.raises(ValueError, match="token boundary"):

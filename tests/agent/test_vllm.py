@@ -118,20 +118,25 @@ async def test_the_server_scores_a_continuation_as_the_model_does(
     real_policy: OpenAIPolicy,
 ) -> None:
     """vLLM's echoed log-probs against the same weights in transformers: equal up to the
-    engine's arithmetic (float32 here, bfloat16 on a CPU that has it), and far apart for
-    the opening of a decline, which the default was never taught, and of an answer."""
+    engine's arithmetic (float32 here, bfloat16 on a CPU that has it); and on the server,
+    a continuation scored whole is its two halves scored one after the other."""
     prompt = (
         "Can crows recognise people?■[1] Crow (en.wikipedia.org)\n\n"
         "Crows can recognise individual human faces and remember them for years.■"
     )
     local = TransformersPolicy.from_pretrained(str(prepare_default_model()))
     for continuation in (DECLINE_OPENING, "Crows can recognise"):
-        served = await real_policy.continuation_logprob(prompt, continuation)
-        computed = await local.continuation_logprob(prompt, continuation)
+        served, used = await real_policy.continuation_logprob(prompt, continuation)
+        computed, _ = await local.continuation_logprob(prompt, continuation)
+        assert used.prompt_tokens > 0
+        assert served < 0.0
         assert served == pytest.approx(computed, rel=0.1, abs=0.5), continuation
-    answer = await real_policy.continuation_logprob(prompt, "Crows can recognise")
-    decline = await real_policy.continuation_logprob(prompt, DECLINE_OPENING)
-    assert decline < answer - 5.0
+    first, rest = "The pages I found", " do not say"
+    assert first + rest == DECLINE_OPENING
+    whole, _ = await real_policy.continuation_logprob(prompt, DECLINE_OPENING)
+    head, _ = await real_policy.continuation_logprob(prompt, first)
+    tail, _ = await real_policy.continuation_logprob(prompt + first, rest)
+    assert whole == pytest.approx(head + tail, abs=0.2)  # batch shapes differ: not bit-equal
 
 
 async def test_a_decline_threshold_holds_the_default_to_a_decline_or_a_cited_answer(
