@@ -234,6 +234,8 @@ def _eval(args: argparse.Namespace) -> int:
     from webgpt.evals.evaluate import format_table
 
     if args.decline_curve:
+        if args.questions is not None or args.best_of or args.pool:
+            raise ConfigurationError("--decline-curve reports earlier runs: no --questions")
         return _report_decline_curves(args.decline_curve)
     if args.pool:
         if args.questions is not None or args.best_of:

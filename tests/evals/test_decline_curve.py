@@ -70,3 +70,7 @@ def test_the_cli_prints_each_curve_and_refuses_a_file_without_probabilities(
     assert refused.returncode == 1 and "--decline-threshold 1" in refused.stderr
     missing = webgpt("eval", "--decline-curve", str(tmp_path / "none.json"), home=tmp_path)
     assert missing.returncode == 1 and "none.json" in missing.stderr
+    both = webgpt(
+        "eval", "--decline-curve", str(recorded), "--questions", str(recorded), home=tmp_path
+    )
+    assert both.returncode == 1 and "earlier runs" in both.stderr
