@@ -90,7 +90,16 @@ def _usage(prompt: str, text: str) -> dict[str, int]:
     }
 
 
-def _echoed(script: Script, prompt: str) -> dict[str, Any]:
+def _unknown_model(script: Script, model: str | None) -> Response | None:
+    if model == script.model or model in script.adapters:
+        return None
+    return JSONResponse(
+        {"error": {"message": f"The model `{model}` does not exist.", "code": 404}}, 404
+    )
+
+
+def _echoed(script: Script, prompt: str, with_logprobs: bool = True) -> dict[str, Any]:
+    """The echoed prompt; without logprobs (fault "bare"), as a server without them."""
     tokens = [(m.start(), m.group()) for m in re.finditer(r"■|\s*[^\s■]+|\s+", prompt)]
     tokens.append((len(prompt), " and"))  # the one token generated after the prompt
     logprobs = [None] + [script.echoed_logprob] * (len(tokens) - 1)  # none for the first
@@ -107,7 +116,9 @@ def _echoed(script: Script, prompt: str) -> dict[str, Any]:
                     "tokens": [text for _, text in tokens],
                     "token_logprobs": logprobs,
                     "text_offset": [offset for offset, _ in tokens],
-                },
+                }
+                if with_logprobs
+                else None,
             }
         ],
         "usage": _usage(prompt, " and"),
@@ -148,7 +159,8 @@ def fake_policy_app(script: Script) -> Starlette:
             return Response(b"{not json", media_type="application/json")
         prompt: str = body["prompt"]
         if body.get("echo"):
-            return JSONResponse(_echoed(script, prompt))
+            unknown = _unknown_model(script, body.get("model"))
+            return unknown or JSONResponse(_echoed(script, prompt, with_logprobs=fault != "bare"))
         is_answer = prompt.endswith(("■", DECLINE_OPENING))
         texts = [
             script.next_answer() if is_answer else script.next_command(prompt)
@@ -158,10 +170,9 @@ def fake_policy_app(script: Script) -> Starlette:
         if script.hold_model is not None and model == script.hold_model:
             script.hold_model = None
             await asyncio.to_thread(script.released.wait, 120)
-        if model != script.model and model not in script.adapters:
-            return JSONResponse(
-                {"error": {"message": f"The model `{model}` does not exist.", "code": 404}}, 404
-            )
+        unknown = _unknown_model(script, model)
+        if unknown is not None:
+            return unknown
         if fault == "garbage" or model in script.garbage_models:
             texts = ["I would like to look around please"] * len(texts)
         if not body.get("stream"):

@@ -268,6 +268,9 @@ async def test_a_continuation_is_scored_from_the_prompt_s_end(
         await policy.continuation_logprob("Crows a", "re corvids")  # " are" spans both
     with pytest.raises(ValueError, match="no continuation"):
         await policy.continuation_logprob("Crows are■", "")
+    script.faults = ["bare"]  # a server that echoes the prompt without its log-probs
+    with pytest.raises(PolicyResponseError, match="malformed echoed log-probs"):
+        await policy.continuation_logprob("Crows are■", "The pages say")
 
 
 async def test_best_of_n_needs_a_scorer(web: Web, policy: OpenAIPolicy) -> None:
