@@ -1,6 +1,6 @@
 """The shipped reward model (agent/weights/rm-synthetic-v5): `webgpt model prepare` merges
-its adapter onto the default policy's weights, and the result scores what the model scored
-when it was trained.
+its adapter onto the weights of the policy it was trained on (v5, shipped for that), and the
+result scores what the model scored when it was trained.
 
 shipped_reference.json holds the first three decided pairs (file order) of the held-out
 comparisons it was measured on (`cmp-q-dev.jsonl`, docs/reward.md) with the rewards the
