@@ -16,7 +16,7 @@ groups:
 - longform: a how/why/what-is question answered from two quotes or more;
 - unanswerable: a question the offline web does not answer, declined.
 An episode drawn twice (the same id in two files) is written once; the counts written
-are printed to stderr.
+are printed to stderr. OUT is written whole or not at all.
 """
 
 import argparse
@@ -57,8 +57,11 @@ def parse_counts(specs: list[str]) -> dict[str, int | None]:
 def draw(path: Path, counts: dict[str, int | None], rng: random.Random) -> list[Row]:
     by_group: dict[str, list[Row]] = {group: [] for group in counts}
     with path.open() as lines:
-        for line in lines:
-            row = json.loads(line)
+        for number, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line)
+            except ValueError as error:
+                raise SystemExit(f"{path}:{number}: not a JSON demonstration ({error})") from error
             group = group_of(row)
             if row.get("split") == "train" and group in by_group:
                 by_group[group].append(row)
@@ -89,8 +92,12 @@ def main() -> None:
     rng = random.Random(0)
     seen: set[str] = set()
     written: Counter[tuple[str, str]] = Counter()
-    draws = [(Path(path), parse_counts(specs)) for path, *specs in args.draw]  # before OUT
-    with args.out.open("w") as out:
+    draws = [(Path(path), parse_counts(specs)) for path, *specs in args.draw]
+    missing = [str(path) for path, _ in draws if not path.is_file()]
+    if missing:
+        raise SystemExit(f"--draw: no such file: {', '.join(missing)}")
+    partial = args.out.with_name(args.out.name + ".partial")  # OUT is replaced only when done
+    with partial.open("w") as out:
         for path, counts in draws:
             for row in draw(path, counts, rng):
                 if row["id"] in seen:
@@ -98,6 +105,7 @@ def main() -> None:
                 seen.add(str(row["id"]))
                 written[(path.name, group_of(row))] += 1
                 out.write(json.dumps(row) + "\n")
+    partial.replace(args.out)
     for (name, group), count in sorted(written.items()):
         print(f"{name}\t{group}\t{count}", file=sys.stderr)
     print(f"{len(seen)} episodes -> {args.out}", file=sys.stderr)

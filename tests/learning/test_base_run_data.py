@@ -76,9 +76,15 @@ def test_the_script_draws_each_group_to_its_count_from_the_train_split_once(
     assert len(drawn[0]) == 3 and drawn[0] == drawn[1]  # seed 0: the same draw every time
 
 
-def test_a_malformed_count_is_a_clear_error(tmp_path: Path) -> None:
+def test_bad_input_is_a_clear_error_and_leaves_an_earlier_out_as_it_was(tmp_path: Path) -> None:
     (tmp_path / "gen.jsonl").write_text(json.dumps(episode(0, "factoid")) + "\n")
     (tmp_path / "mix.jsonl").write_text("an earlier mix\n")
     rows, log = run(tmp_path, [str(tmp_path / "gen.jsonl"), "factoids=3"])
     assert log.startswith("rc=1") and "is not GROUP=N or GROUP=all" in log
     assert (tmp_path / "mix.jsonl").read_text() == "an earlier mix\n" and rows == []
+    _, log = run(tmp_path, [str(tmp_path / "absent.jsonl"), "factoid=3"])
+    assert log.startswith("rc=1") and "no such file" in log
+    (tmp_path / "broken.jsonl").write_text(json.dumps(episode(0, "factoid")) + "\n{\n")
+    _, log = run(tmp_path, [str(tmp_path / "broken.jsonl"), "factoid=all"])
+    assert log.startswith("rc=1") and "broken.jsonl:2: not a JSON demonstration" in log
+    assert (tmp_path / "mix.jsonl").read_text() == "an earlier mix\n"
