@@ -235,7 +235,9 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.decline_curve:
         if args.questions is not None or args.best_of or args.pool:
-            raise ConfigurationError("--decline-curve reports earlier runs: no --questions")
+            raise ConfigurationError(
+                "--decline-curve reports earlier runs: no --questions, --best-of or --pool"
+            )
         return _report_decline_curves(args.decline_curve)
     if args.pool:
         if args.questions is not None or args.best_of:

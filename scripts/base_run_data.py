@@ -100,9 +100,10 @@ def main() -> None:
     with partial.open("w") as out:
         for path, counts in draws:
             for row in draw(path, counts, rng):
-                if row["id"] in seen:
+                episode = str(row["id"])
+                if episode in seen:
                     continue
-                seen.add(str(row["id"]))
+                seen.add(episode)
                 written[(path.name, group_of(row))] += 1
                 out.write(json.dumps(row) + "\n")
     partial.replace(args.out)
