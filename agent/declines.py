@@ -18,7 +18,7 @@ DECLINE_REGEX = DECLINE_PREFIX + DECLINE_CLAUSE_REGEX
 
 _AUX = re.compile(
     r"^(?P<wh>[Ww]h\w+|[Ii]n (?:which|what) \w+"
-    r"|[Hh]ow(?: (?:many|much|long|old|far|big|tall|large)(?: \w+)?)?) "
+    r"|[Hh]ow(?: (?:many|much|long|old|far|big|tall|large|high|deep|wide)(?: \w+)?)?) "
     r"(?P<aux>is|are|was|were|did|does|do|has|have|had|will|can) (?P<rest>.+)$"
 )
 # Past tenses of verbs asked about with "did" that do not just add -(e)d.
@@ -36,7 +36,14 @@ _IRREGULAR_PAST = {
 # "When was X born": the last word is a participle, and the verb goes before it.
 _PARTICIPLE = re.compile(r"^(?:\w+(?:ed|en|wn)|born|built|made|held|found|led|sold|won|set)$")
 # "What does X do" / "How does X work" / "What does X mean": the verbs that end such questions.
-_DOES = {"do": "does", "work": "works", "mean": "means", "stand": "stands", "contain": "contains"}
+_DOES = {
+    "do": "does", "work": "works", "mean": "means", "stand": "stands", "contain": "contains",
+    "return": "returns", "take": "takes", "cause": "causes", "look": "looks",
+}  # fmt: skip
+# Words that open a place or time after "is"/"are": "how many bricks are in X" keeps its order.
+_PREPOSITIONS = {"in", "on", "at", "inside", "within", "there"}
+# Words that may sit inside a subject after "will"/"can": "the 2031 Tour de France take place".
+_NAME_PARTICLES = {"the", "of", "de", "da", "van", "von", "and", "la", "le"}
 
 
 def is_declined(answer: str | None) -> bool:
@@ -93,6 +100,10 @@ def indirect_question(question: str) -> str:
     *subject, last = rest
     if not subject:
         return f"{wh} {last} {aux}"
+    if aux in {"will", "can"}:
+        return _modal_clause(wh, aux, rest, text)
+    if aux in {"is", "are", "was", "were"} and rest[0] in _PREPOSITIONS:
+        return f"{wh} {aux} {' '.join(rest)}"  # "how many bricks are in X"
     if aux == "did":  # "when did X die" -> "when X died": the verb follows the subject
         verb_at = _subject_end(rest)
         if verb_at is None:
@@ -106,6 +117,25 @@ def indirect_question(question: str) -> str:
     if _PARTICIPLE.match(last):  # "when was X born" -> "when X was born"
         return f"{wh} {' '.join(subject)} {aux} {last}"
     return f"{wh} {' '.join(rest)} {aux}"  # "what is the capital of X" -> "what ... X is"
+
+
+def _modal_clause(wh: str, aux: str, rest: list[str], text: str) -> str:
+    """ "who will win X" keeps its order (the wh-word is the subject); "what will the
+    population of X be in 2050" -> "what the population of X will be in 2050": the modal goes
+    before the verb that follows the subject."""
+    if "be" in rest[1:]:
+        at = rest.index("be", 1)
+        return " ".join([wh, *rest[:at], aux, *rest[at:]])
+    if rest[0].islower() and rest[0] not in _NAME_PARTICLES | {"a", "an"}:
+        return f"{wh} {aux} {' '.join(rest)}"
+    at = 0
+    while at < len(rest) and (
+        rest[at][:1].isupper() or rest[at][:1].isdigit() or rest[at] in _NAME_PARTICLES
+    ):
+        at += 1
+    if any(word not in _NAME_PARTICLES for word in rest[:at]) and at < len(rest):
+        return " ".join([wh, *rest[:at], aux, *rest[at:]])
+    return f"the answer to “{text}?”"
 
 
 def decline_answer(question: str) -> str:

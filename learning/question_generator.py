@@ -615,12 +615,27 @@ _LONGFORM_ASKS = {
         "Tell me about {s}.",
         "What is {s} known for?",
         "who was {s} and why are they remembered",
+        "why is {s} famous",
+        "what did {s} do",
     ),
     "Technology": (
         "How does {s} work?",
         "What is {s}?",
         "Explain {s}.",
         "what is {s} and what is it used for",
+        "what is {s} used for",
+    ),
+    "Geography": (
+        "Tell me about {s}.",
+        "What is {s} known for?",
+        "what is {s} like",
+        "What should I know about {s}?",
+    ),
+    "History": (
+        "What was {s}?",
+        "what was {s} and why was it important",
+        "Why is {s} important?",
+        "tell me about {s}",
     ),
     "": (
         "What is {s}?",
@@ -628,8 +643,42 @@ _LONGFORM_ASKS = {
         "Explain what {s} is.",
         "What should I know about {s}?",
         "why is {s} important",
+        "explain {s} in simple terms",
     ),
 }
+# What people ask of a kind of thing, told by the summary's opening sentence: "how does a
+# refrigerator work", "what causes malaria". Tried before the topic's own asks.
+_LONGFORM_ASKS_OF = (
+    (
+        re.compile(r"\b(?:disease|infection|disorder|syndrome|cancer|illness)\b"),
+        (
+            "What are the symptoms of {s}?",
+            "what causes {s}",
+            "What is {s} and how do you get it?",
+            "how serious is {s}",
+        ),
+    ),
+    (
+        re.compile(r"\b(?:device|machine|instrument|engine|apparatus|appliance|tool)\b"),
+        ("How does {s} work?", "how does {s} work", "What is {s} used for?", "how do you use {s}"),
+    ),
+    (
+        re.compile(r"\b(?:process|phenomenon|effect|reaction|cycle|oscillation)\b"),
+        ("How does {s} work?", "what causes {s}", "Why does {s} happen?", "how does {s} happen"),
+    ),
+    (
+        re.compile(r"\b(?:war|battle|revolution|rebellion|uprising|siege|crisis)\b"),
+        ("What caused {s}?", "what happened in {s}", "Why was {s} important?", "how did {s} end"),
+    ),
+    (
+        re.compile(r"\b(?:food|dish|drink|beverage|liquor|bread|cheese|sauce|spirit|fruit)\b"),
+        ("How is {s} made?", "what is {s} made from", "What does {s} taste like?"),
+    ),
+    (
+        re.compile(r"\b(?:novel|film|album|painting|opera|poem|symphony|play|sculpture)\b"),
+        ("What is {s} about?", "why is {s} famous", "What makes {s} important?"),
+    ),
+)
 _RELATED_ASKS = (
     "How is {s} related to {t}?",
     "what do {s} and {t} have to do with each other",
@@ -643,6 +692,14 @@ def _supportable(sentence: str) -> bool:
         and not re.search(r"[\[\]■]", sentence)
         and not sentence.startswith("Text from Wikipedia")
     )
+
+
+def _with_article(title: str, sentence: str) -> str:
+    """The title as named in a question, with the article the summary gives a common noun:
+    "a refrigerator" for "A refrigerator is a commercial and home appliance ..."."""
+    named = as_named(title, sentence)
+    article = re.match(rf"(An?) {re.escape(named)}\b", sentence) if named.islower() else None
+    return f"{article[1].lower()} {named}" if article else named
 
 
 def longform_questions(
@@ -660,10 +717,13 @@ def longform_questions(
     if len(usable) >= 2 and usable[0] == sentences[0]:
         more = rng.sample(usable[1:], k=min(len(usable) - 1, rng.choice([1, 1, 2])))
         supporting = [usable[0], *sorted(more, key=usable.index)]
-        asks = _LONGFORM_ASKS.get(topic, _LONGFORM_ASKS[""])
-        asked = rng.choice(asks).format(s=as_named(title, sentences[0]))
+        asks = next(
+            (asks for pattern, asks in _LONGFORM_ASKS_OF if pattern.search(sentences[0])),
+            _LONGFORM_ASKS.get(topic, _LONGFORM_ASKS[""]),
+        )
+        asked = rng.choice(asks).format(s=_with_article(title, sentences[0]))
         yield Question(
-            question=asked[:1].upper() + asked[1:],
+            question=asked[:1].upper() + asked[1:] if asked.endswith((".", "?")) else asked,
             kind="longform",
             url=url,
             title=title,
@@ -734,17 +794,33 @@ _MADE_UP = {
         "where did {name} die",
         "Who was {name}?",
         "What nationality was the scientist {name}?",
+        "what did the painter {name} paint",
+        "Where did {name} teach economics?",
     ),
     "place": (
         "What is the population of {place}?",
         "Where is {place}?",
         "which river flows through {place}",
         "What is the capital of {place}?",
+        "what language is spoken in the Kingdom of {place}",
+        "How high is Mount {place}?",
+        "who founded the city of {place}",
+        "How long is the {place} River?",
     ),
     "work": (
         "Who wrote the novel {work}?",
         "Who directed the film {work}?",
         "when was the album {work} released",
+        "Which band recorded the song {work}?",
+        "who painted {work}",
+    ),
+    "thing": (
+        "How many species are in the genus {thing}?",
+        "What family does the plant {thing} belong to?",
+        "When did the {thing} Empire fall?",
+        "What does the company {thing} make?",
+        "where is the {thing} language spoken",
+        "Who invented the {thing} engine?",
     ),
 }
 _MISSING_DETAIL = {
@@ -753,23 +829,61 @@ _MISSING_DETAIL = {
         "How tall was {s}?",
         "What was the name of {s}'s first pet?",
         "what was {s}'s shoe size",
+        "How many people attended {s}'s funeral?",
+        "What was {s}'s phone number?",
+        "what did {s} eat for breakfast on their wedding day",
     ),
     "Geography": (
         "Who is the current mayor of {s}?",
         "What is the postal code of {s}?",
         "How many traffic lights are there in {s}?",
+        "How many taxis are there in {s}?",
+        "How many dentists work in {s}?",
     ),
     "": (
         "How much did it cost to make {s}?",
         "Who was the first person to photograph {s}?",
         "what colour is the logo of {s}",
+        "What is the email address of {s}?",
     ),
 }
 # Words whose presence in the summary could make a missing-detail question answerable.
 _DETAIL_WORDS = re.compile(
     r"food|tall|height|pet|shoe|mayor|postal|traffic|cost|photograph|"
-    r"logo|colou?r",
+    r"logo|colou?r|funeral|attend|phone|breakfast|wedding|taxi|dentist|"
+    r"email",
     re.IGNORECASE,
+)
+# A later year of what a page describes: what it will be, or who will hold it, then.
+_FUTURE = {
+    "event": (
+        "Who won the {year} {s}?",
+        "who will win the {year} {s}",
+        "Where will the {year} {s} take place?",
+        "who won the {s} in {year}",
+        "Which country will host the {s} in {year}?",
+    ),
+    "country": (
+        "Who is the president of {s} in {year}?",
+        "who will be the prime minister of {s} in {year}",
+        "What will the population of {s} be in {year}?",
+        "Who won the {year} general election in {s}?",
+    ),
+    "city": (
+        "What will the population of {s} be in {year}?",
+        "who will be the mayor of {s} in {year}",
+        "How many people will live in {s} in {year}?",
+    ),
+    "company": (
+        "What will {s}'s share price be at the end of {year}?",
+        "how much revenue will {s} make in {year}",
+        "Who will run {s} in {year}?",
+    ),
+}
+_FUTURE_OF = (  # which future questions a page's opening sentence admits
+    ("country", re.compile(r"\bis a (?:\w+ ){0,3}(?:country|nation|state)\b")),
+    ("city", re.compile(r"\bis (?:a|the) (?:\w+ ){0,3}(?:city|town|capital|metropolis)\b")),
+    ("company", re.compile(r"\bis an? (?:\w+ ){0,4}(?:company|corporation|manufacturer)\b")),
 )
 
 
@@ -783,12 +897,14 @@ def _made_up_name(rng: random.Random, parts: int) -> str:
 def unanswerable_questions(
     url: str, title: str, sentences: list[str], topic: str, rng: random.Random
 ) -> Iterator[Question]:
-    """Questions about one page's subject that the offline web cannot answer: the same
-    event in a future year, a detail its summary does not hold; and one about a made-up
-    entity (split by its own text, since no page holds it)."""
+    """Questions about one page's subject that the offline web cannot answer: a later year
+    of an event, a country, a city or a company, a detail its summary does not hold; and
+    one about a made-up entity (split by its own text, since no page holds it)."""
     subject = title.split(" (")[0]
+    first = sentences[0] if sentences else ""
 
     def unanswerable(question: str, style: str, split: Split | None = None) -> Question:
+        question = question[:1].upper() + question[1:] if question[-1:] == "?" else question
         return Question(
             question=question,
             kind="unanswerable",
@@ -798,23 +914,57 @@ def unanswerable_questions(
         )
 
     if _EVENT.search(subject) and not re.search(r"\d{4}", subject):
-        year = rng.randrange(2027, 2041)
-        asked = rng.choice(
-            [
-                f"Who won the {year} {subject}?",
-                f"who will win the {year} {subject}",
-                f"Where will the {year} {subject} take place?",
-            ]
+        future: str | None = "event"
+    else:
+        future = next((kind for kind, pattern in _FUTURE_OF if pattern.search(first)), None)
+    if future is not None:
+        asked = rng.choice(_FUTURE[future]).format(
+            year=rng.randrange(2027, 2061), s=_subject(subject, first)
         )
         yield unanswerable(asked, "future event")
     if not _DETAIL_WORDS.search(" ".join(sentences)):
         asks = _MISSING_DETAIL.get(topic, _MISSING_DETAIL[""])
-        asked = rng.choice(asks).format(s=_subject(subject, sentences[0] if sentences else ""))
-        yield unanswerable(asked[:1].upper() + asked[1:], "detail no page holds")
+        asked = rng.choice(asks).format(s=_subject(subject, first))
+        yield unanswerable(asked, "detail no page holds")
     kind = rng.choice(sorted(_MADE_UP))
-    name = _made_up_name(rng, 2 if kind == "person" else 1)
-    asked = rng.choice(_MADE_UP[kind]).format(name=name, place=name, work=f"The {name}")
-    yield unanswerable(asked[:1].upper() + asked[1:], "made-up entity", split_of(asked))
+    name = _made_up_name(rng, 2 if kind == "person" or rng.random() < 0.3 else 1)
+    asked = rng.choice(_MADE_UP[kind]).format(
+        name=name, place=name, work=f"The {name}" if rng.random() < 0.5 else name, thing=name
+    )
+    yield unanswerable(asked, "made-up entity", split_of(asked))
+
+
+def documented_functions(body: bytes) -> set[str]:
+    """The qualified names ("json.dumps") a docs page documents."""
+    doc = lxml.html.document_fromstring(body)
+    return {str(name) for name in doc.xpath("//dl[contains(@class, 'py')]/dt/@id") if "." in name}
+
+
+def made_up_function_questions(documented: set[str], rng: random.Random) -> Iterator[Question]:
+    """A function that looks as if a docs page documented it and that none does: a real
+    name changed by a suffix or prefix ("json.dumpz", "os.path.fastjoin")."""
+    for qualname in sorted(documented):
+        owner, name = qualname.rsplit(".", 1)
+        changed = rng.choice(
+            [name[:-1] + "z", name + "_all", name + "wise", "fast" + name, "safe_" + name]
+        )
+        fake = f"{owner}.{changed}"
+        if fake in documented or len(name) < 3:
+            continue
+        asked = rng.choice(
+            [
+                f"What does Python's {fake}() function do?",
+                f"What does {fake}() return?",
+                f"what does {fake}() do",
+                f"What does the {fake} function do?",
+            ]
+        )
+        yield Question(
+            question=asked,
+            kind="unanswerable",
+            answer=decline_answer(asked),
+            style="made-up function",
+        )
 
 
 # -- Python docs -----------------------------------------------------------------------
@@ -925,7 +1075,11 @@ def generate_questions(
             # docs page, Python questions would be a few percent of the data.
             found = list(python_doc_questions(page.url, body, rng))
             rng.shuffle(found)
-            found = found[: per_page * PYTHON_DOCS_PAGE_WEIGHT]
+            made_up = list(made_up_function_questions(documented_functions(body), rng))
+            found = [
+                *found[: per_page * PYTHON_DOCS_PAGE_WEIGHT],
+                *rng.sample(made_up, k=min(1, len(made_up))),
+            ]
         else:
             continue
         for question in found:
@@ -963,7 +1117,9 @@ def pick_questions(
     questions: list[Question], per_split: dict[str, int], seed: int
 ) -> list[Question]:
     """Up to N questions of each split, kinds in KIND_SHARES and, within a kind, styles
-    balanced (no factoid style over a third, no other style over two thirds)."""
+    balanced: no factoid style over a third; the styles of the other kinds (few, and some
+    rare: a future event, a made-up function) an equal share each first, the rest of the
+    quota then drawn from any."""
     rng = random.Random(seed)
     shuffled = sorted(questions, key=lambda q: (q.question, q.url or ""))
     rng.shuffle(shuffled)
@@ -971,17 +1127,21 @@ def pick_questions(
     for split, wanted in per_split.items():
         for kind, share in KIND_SHARES.items():
             quota = round(wanted * share)
-            # factoids have many styles, a third each at most; the other kinds have two or
-            # three, and one (a two-page question, a future event) can be rare
-            cap = max(1, -(-quota // 3) if kind == "factoid" else -(-quota * 2 // 3))
+            pool = [q for q in shuffled if q.split == split and q.kind == kind]
+            if kind == "factoid":
+                caps = [max(1, -(-quota // 3))]
+            else:
+                styles_here = len({q.style for q in pool}) or 1
+                caps = [max(1, -(-quota // styles_here)), quota]
+            taken = [False] * len(pool)
             styles: Counter[str] = Counter()
-            for question in shuffled:
-                if sum(styles.values()) >= quota:
-                    break
-                if question.split != split or question.kind != kind:
-                    continue
-                if styles[question.style or ""] >= cap:
-                    continue
-                picked.append(question)
-                styles[question.style or ""] += 1
+            for cap in caps:  # a second pass, where there is one, fills what the first left
+                for at, question in enumerate(pool):
+                    if sum(styles.values()) >= quota:
+                        break
+                    if taken[at] or styles[question.style or ""] >= cap:
+                        continue
+                    taken[at] = True
+                    styles[question.style or ""] += 1
+            picked += [question for at, question in enumerate(pool) if taken[at]]
     return picked

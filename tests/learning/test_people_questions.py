@@ -19,7 +19,10 @@ from webgpt.evals.evaluate import distinct_sentence_count, evaluate_policy, key_
 from webgpt.evals.questions import Question, load_questions
 from webgpt.learning.demonstrations import DemoQuote, replay, write_demonstrations
 from webgpt.learning.question_generator import (
+    documented_functions,
     generate_questions,
+    longform_questions,
+    made_up_function_questions,
     pick_questions,
     relation_questions,
     unanswerable_questions,
@@ -39,6 +42,20 @@ from webgpt.learning.scripted import compose_answer, demonstrate
         ("How does a transistor work?", "how a transistor works"),
         ("In which year was the Eiffel Tower built?", "in which year the Eiffel Tower was built"),
         ("Is it raining", "the answer to “Is it raining?”"),
+        # future tense: the modal goes before the verb after the subject, or stays after a
+        # wh-word that is the subject
+        ("Who will win the 2031 Tour de France?", "who will win the 2031 Tour de France"),
+        (
+            "Where will the 2031 Tour de France take place?",
+            "where the 2031 Tour de France will take place",
+        ),
+        (
+            "What will the population of Tokyo be in 2050?",
+            "what the population of Tokyo will be in 2050",
+        ),
+        ("How many bricks are in the Eiffel Tower?", "how many bricks are in the Eiffel Tower"),
+        ("What does os.path.fastjoin() return?", "what os.path.fastjoin() returns"),
+        ("How high is Mount Selbordri?", "how high Mount Selbordri is"),
     ],
 )
 def test_a_decline_restates_the_question_as_what_the_pages_do_not_say(
@@ -108,6 +125,63 @@ def test_unanswerable_questions_have_no_gold_and_a_decline_as_their_answer() -> 
         Question(question="q", kind="unanswerable", gold_answers=["x"])
     with pytest.raises(ValueError, match="needs gold_answers"):
         Question(question="q")
+
+
+def test_unanswerable_questions_ask_later_years_and_functions_no_page_documents() -> None:
+    made = [
+        q
+        for seed in range(20)
+        for q in unanswerable_questions(
+            "https://w/g",
+            "Ghana",
+            ["Ghana is a country in West Africa."],
+            "Geography",
+            random.Random(seed),
+        )
+        if q.style == "future event"
+    ]
+    assert len(made) == 20  # a country page always gets one
+    for question in made:
+        [year] = re.findall(r"\d{4}", question.question)
+        assert "Ghana" in question.question and 2027 <= int(year) <= 2060
+    body = (
+        b'<html><body><dl class="py function"><dt id="json.dumps">json.dumps</dt><dd><p>x</p>'
+        b'</dd></dl><dl class="py function"><dt id="json.dump">json.dump</dt></dl></body></html>'
+    )
+    documented = documented_functions(body)
+    assert documented == {"json.dumps", "json.dump"}
+    for seed in range(20):
+        for question in made_up_function_questions(documented, random.Random(seed)):
+            [name] = re.findall(r"json\.\w+", question.question)
+            assert name not in documented and question.kind == "unanswerable"
+            assert question.answer == decline_answer(question.question)
+
+
+def test_long_form_questions_ask_what_people_ask_of_the_kind_of_thing() -> None:
+    fridge = [
+        "A refrigerator is a commercial and home appliance consisting of a thermally "
+        "insulated compartment and a heat pump.",
+        "It transfers heat from its inside to its external environment so that its inside "
+        "is cooled.",
+    ]
+    asked = {
+        q.question
+        for seed in range(30)
+        for q in longform_questions(
+            "https://w/r", "Refrigerator", fridge, "Technology", random.Random(seed)
+        )
+    }
+    assert asked <= {
+        "How does a refrigerator work?",
+        "how does a refrigerator work",
+        "What is a refrigerator used for?",
+        "how do you use a refrigerator",
+    }
+    assert len(asked) > 1
+    flu = ["Influenza is an infectious disease caused by influenza viruses.", "x" * 50]
+    [question] = longform_questions("https://w/f", "Influenza", flu, "", random.Random(0))
+    assert re.search(r"symptoms|causes|get it|serious", question.question)
+    assert question.supporting == flu
 
 
 def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
@@ -182,6 +256,17 @@ def test_generated_sets_mix_the_kinds() -> None:
         for kind in ("factoid", "longform", "unanswerable")
     }
     assert counts == {"factoid": 12, "longform": 5, "unanswerable": 3}
+    # a rare style gets an equal share of its kind before the common one fills the rest
+    rare = [
+        Question(question=f"rare {n}", kind="unanswerable", split="train", style="rare")
+        for n in range(3)
+    ]
+    common = [
+        Question(question=f"common {n}", kind="unanswerable", split="train", style="common")
+        for n in range(40)
+    ]
+    picked = pick_questions(rare + common, {"train": 60}, seed=0)  # 9 unanswerable
+    assert len(picked) == 9 and sum(p.style == "rare" for p in picked) == 3
 
 
 def test_key_point_coverage_counts_points_stated_by_any_of_their_phrases() -> None:
