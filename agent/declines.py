@@ -38,12 +38,16 @@ _PARTICIPLE = re.compile(r"^(?:\w+(?:ed|en|wn)|born|built|made|held|found|led|so
 # "What does X do" / "How does X work" / "What does X mean": the verbs that end such questions.
 _DOES = {
     "do": "does", "work": "works", "mean": "means", "stand": "stands", "contain": "contains",
-    "return": "returns", "take": "takes", "cause": "causes", "look": "looks",
+    "return": "returns", "take": "takes", "cause": "causes",
 }  # fmt: skip
-# Words that open a place or time after "is"/"are": "how many bricks are in X" keeps its order.
-_PREPOSITIONS = {"in", "on", "at", "inside", "within", "there"}
-# Words that may sit inside a subject after "will"/"can": "the 2031 Tour de France take place".
-_NAME_PARTICLES = {"the", "of", "de", "da", "van", "von", "and", "la", "le"}
+# After a form of "be", these open a place, not a subject: "how many bricks are in X".
+_LOCATIVE = {"in", "on", "at", "inside", "within"}
+# Lower-case words inside a name: "Charles de Gaulle", "the 2031 Tour de France".
+_NAME_PARTICLES = {"of", "de", "da", "van", "von", "and", "la", "le", "du", "der"}
+# Lower-case words inside an event's name after "will"/"can": "the Nobel Prize in Physics".
+_EVENT_PARTICLES = _NAME_PARTICLES | {"the", "in", "for"}
+_PRONOUNS = {"it", "he", "she", "they", "we", "you", "i"}
+_DETERMINERS = {"the", "a", "an", "his", "her", "its", "their", "my", "your", "our", "this"}
 
 
 def is_declined(answer: str | None) -> bool:
@@ -63,11 +67,14 @@ def uncited_decline(answer: str) -> str:
 def _subject_end(words: list[str]) -> int | None:
     """Where the subject of a question's clause ends: a pronoun, or a name (capitalised
     words, possibly after "the"); None when it is neither."""
-    if words[0].lower() in {"it", "he", "she", "they", "we", "you", "i"}:
+    if words[0].lower() in _PRONOUNS:
         return 1 if len(words) > 1 else None
     at = 1 if words[0].lower() == "the" else 0
     start = at
-    while at < len(words) and words[at][:1].isupper():
+    while at < len(words) and (
+        words[at][:1].isupper()
+        or (words[at] in _NAME_PARTICLES and at + 1 < len(words) and words[at + 1][:1].isupper())
+    ):
         at += 1
     return at if start < at < len(words) else None
 
@@ -97,13 +104,15 @@ def indirect_question(question: str) -> str:
         return f"the answer to “{text}?”"
     wh = match["wh"][:1].lower() + match["wh"][1:]
     aux, rest = match["aux"], match["rest"].split(" ")
+    if aux in {"will", "can"}:
+        return _modal_clause(wh, aux, rest, text)
     *subject, last = rest
     if not subject:
         return f"{wh} {last} {aux}"
-    if aux in {"will", "can"}:
-        return _modal_clause(wh, aux, rest, text)
-    if aux in {"is", "are", "was", "were"} and rest[0] in _PREPOSITIONS:
+    if aux in {"is", "are", "was", "were"} and rest[0] in _LOCATIVE:
         return f"{wh} {aux} {' '.join(rest)}"  # "how many bricks are in X"
+    if aux in {"is", "are", "was", "were"} and rest[0] == "there":
+        return f"{wh} there {aux} {' '.join(rest[1:])}"  # "how many taxis there are in X"
     if aux == "did":  # "when did X die" -> "when X died": the verb follows the subject
         verb_at = _subject_end(rest)
         if verb_at is None:
@@ -120,20 +129,26 @@ def indirect_question(question: str) -> str:
 
 
 def _modal_clause(wh: str, aux: str, rest: list[str], text: str) -> str:
-    """ "who will win X" keeps its order (the wh-word is the subject); "what will the
-    population of X be in 2050" -> "what the population of X will be in 2050": the modal goes
-    before the verb that follows the subject."""
-    if "be" in rest[1:]:
+    """A question with "will" or "can": the modal goes after the subject ("where they will
+    play", "what the population of X will be in 2050", "where the 2031 Tour de France will
+    take place"), or stays where it is when the wh-word is the subject ("who will win X")."""
+    first = rest[0]
+    if first.lower() in _PRONOUNS:
+        return " ".join([wh, first, aux, *rest[1:]])
+    wh_is_subject = wh.split(" ")[0].lower() in {"who", "what", "which", "whose"} or (
+        wh.lower().startswith(("how many", "how much"))
+    )
+    if wh_is_subject and first.islower() and first not in _DETERMINERS and "'" not in first:
+        return f"{wh} {aux} {' '.join(rest)}"
+    if "be" in rest[1:]:  # "what will the population of X be in 2050"
         at = rest.index("be", 1)
         return " ".join([wh, *rest[:at], aux, *rest[at:]])
-    if rest[0].islower() and rest[0] not in _NAME_PARTICLES | {"a", "an"}:
-        return f"{wh} {aux} {' '.join(rest)}"
     at = 0
     while at < len(rest) and (
-        rest[at][:1].isupper() or rest[at][:1].isdigit() or rest[at] in _NAME_PARTICLES
+        rest[at][:1].isupper() or rest[at][:1].isdigit() or rest[at] in _EVENT_PARTICLES
     ):
         at += 1
-    if any(word not in _NAME_PARTICLES for word in rest[:at]) and at < len(rest):
+    if any(word not in _EVENT_PARTICLES for word in rest[:at]) and at < len(rest):
         return " ".join([wh, *rest[:at], aux, *rest[at:]])
     return f"the answer to “{text}?”"
 

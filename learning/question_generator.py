@@ -646,11 +646,22 @@ _LONGFORM_ASKS = {
         "explain {s} in simple terms",
     ),
 }
-# What people ask of a kind of thing, told by the summary's opening sentence: "how does a
-# refrigerator work", "what causes malaria". Tried before the topic's own asks.
+
+
+# What people ask of a kind of thing, told by what the summary's opening sentence says the
+# subject is ("A refrigerator is a commercial and home appliance"): "how does a refrigerator
+# work", "what causes malaria". Tried before the topic's own asks, except for people.
+def _is_a(kinds: str) -> re.Pattern[str]:
+    # up to four words before the kind, none of them opening a clause or a phrase of its own
+    modifier = r"(?!(?:that|which|who|of|for|against|with|in|on|by) )[\w-]+ "
+    return re.compile(
+        rf"\b(?:is|was|are|were) (?:an?|the|any) (?:{modifier}){{0,4}}(?:{kinds})s?\b"
+    )
+
+
 _LONGFORM_ASKS_OF = (
     (
-        re.compile(r"\b(?:disease|infection|disorder|syndrome|cancer|illness)\b"),
+        _is_a("disease|infection|disorder|syndrome|cancer|illness"),
         (
             "What are the symptoms of {s}?",
             "what causes {s}",
@@ -659,23 +670,23 @@ _LONGFORM_ASKS_OF = (
         ),
     ),
     (
-        re.compile(r"\b(?:device|machine|instrument|engine|apparatus|appliance|tool)\b"),
+        _is_a("device|machine|instrument|engine|apparatus|appliance|tool"),
         ("How does {s} work?", "how does {s} work", "What is {s} used for?", "how do you use {s}"),
     ),
     (
-        re.compile(r"\b(?:process|phenomenon|effect|reaction|cycle|oscillation)\b"),
+        _is_a("process|phenomenon|effect|reaction|cycle|oscillation"),
         ("How does {s} work?", "what causes {s}", "Why does {s} happen?", "how does {s} happen"),
     ),
     (
-        re.compile(r"\b(?:war|battle|revolution|rebellion|uprising|siege|crisis)\b"),
+        _is_a("war|battle|revolution|rebellion|uprising|siege|crisis"),
         ("What caused {s}?", "what happened in {s}", "Why was {s} important?", "how did {s} end"),
     ),
     (
-        re.compile(r"\b(?:food|dish|drink|beverage|liquor|bread|cheese|sauce|spirit|fruit)\b"),
+        _is_a("food|dish|drink|beverage|liquor|bread|cheese|sauce|spirit|fruit"),
         ("How is {s} made?", "what is {s} made from", "What does {s} taste like?"),
     ),
     (
-        re.compile(r"\b(?:novel|film|album|painting|opera|poem|symphony|play|sculpture)\b"),
+        _is_a("novel|film|album|painting|opera|poem|symphony|play|sculpture"),
         ("What is {s} about?", "why is {s} famous", "What makes {s} important?"),
     ),
 )
@@ -717,10 +728,9 @@ def longform_questions(
     if len(usable) >= 2 and usable[0] == sentences[0]:
         more = rng.sample(usable[1:], k=min(len(usable) - 1, rng.choice([1, 1, 2])))
         supporting = [usable[0], *sorted(more, key=usable.index)]
-        asks = next(
-            (asks for pattern, asks in _LONGFORM_ASKS_OF if pattern.search(sentences[0])),
-            _LONGFORM_ASKS.get(topic, _LONGFORM_ASKS[""]),
-        )
+        of_kind = (asks for pattern, asks in _LONGFORM_ASKS_OF if pattern.search(sentences[0]))
+        asks = _LONGFORM_ASKS.get(topic, _LONGFORM_ASKS[""])
+        asks = asks if topic == "People" else next(of_kind, asks)
         asked = rng.choice(asks).format(s=_with_article(title, sentences[0]))
         yield Question(
             question=asked[:1].upper() + asked[1:] if asked.endswith((".", "?")) else asked,
@@ -816,7 +826,7 @@ _MADE_UP = {
     ),
     "thing": (
         "How many species are in the genus {thing}?",
-        "What family does the plant {thing} belong to?",
+        "What is the family of the plant {thing}?",
         "When did the {thing} Empire fall?",
         "What does the company {thing} make?",
         "where is the {thing} language spoken",
@@ -881,7 +891,7 @@ _FUTURE = {
     ),
 }
 _FUTURE_OF = (  # which future questions a page's opening sentence admits
-    ("country", re.compile(r"\bis a (?:\w+ ){0,3}(?:country|nation|state)\b")),
+    ("country", re.compile(r"\bis a (?:\w+ ){0,3}(?:country|nation|sovereign state)\b")),
     ("city", re.compile(r"\bis (?:a|the) (?:\w+ ){0,3}(?:city|town|capital|metropolis)\b")),
     ("company", re.compile(r"\bis an? (?:\w+ ){0,4}(?:company|corporation|manufacturer)\b")),
 )
@@ -917,10 +927,9 @@ def unanswerable_questions(
         future: str | None = "event"
     else:
         future = next((kind for kind, pattern in _FUTURE_OF if pattern.search(first)), None)
-    if future is not None:
-        asked = rng.choice(_FUTURE[future]).format(
-            year=rng.randrange(2027, 2061), s=_subject(subject, first)
-        )
+    if future is not None:  # the event templates say "the" themselves
+        named = subject if future == "event" else _subject(subject, first)
+        asked = rng.choice(_FUTURE[future]).format(year=rng.randrange(2027, 2061), s=named)
         yield unanswerable(asked, "future event")
     if not _DETAIL_WORDS.search(" ".join(sentences)):
         asks = _MISSING_DETAIL.get(topic, _MISSING_DETAIL[""])
@@ -934,10 +943,16 @@ def unanswerable_questions(
     yield unanswerable(asked, "made-up entity", split_of(asked))
 
 
+# The entries of a docs page that document a function or a method.
+_DOCUMENTED_CALLABLES = (
+    "//dl[contains(@class, 'py') and (contains(@class, 'function') or contains(@class, 'method'))]"
+)
+
+
 def documented_functions(body: bytes) -> set[str]:
     """The qualified names ("json.dumps") a docs page documents."""
     doc = lxml.html.document_fromstring(body)
-    return {str(name) for name in doc.xpath("//dl[contains(@class, 'py')]/dt/@id") if "." in name}
+    return {str(name) for name in doc.xpath(f"{_DOCUMENTED_CALLABLES}/dt/@id") if "." in name}
 
 
 def made_up_function_questions(documented: set[str], rng: random.Random) -> Iterator[Question]:
@@ -975,10 +990,7 @@ _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)")
 def python_doc_questions(url: str, body: bytes, rng: random.Random) -> Iterator[Question]:
     """What / how / why questions about the functions and methods a docs page documents."""
     doc = lxml.html.document_fromstring(body)
-    for entry in doc.xpath(
-        "//dl[contains(@class, 'py') and (contains(@class, 'function') "
-        "or contains(@class, 'method'))]"
-    ):
+    for entry in doc.xpath(_DOCUMENTED_CALLABLES):
         dt = entry.find("dt")
         dd = entry.find("dd")
         if dt is None or dd is None or not dt.get("id") or dd.find("p") is None:
@@ -1131,7 +1143,7 @@ def pick_questions(
             if kind == "factoid":
                 caps = [max(1, -(-quota // 3))]
             else:
-                styles_here = len({q.style for q in pool}) or 1
+                styles_here = len({q.style or "" for q in pool}) or 1
                 caps = [max(1, -(-quota // styles_here)), quota]
             taken = [False] * len(pool)
             styles: Counter[str] = Counter()

@@ -56,6 +56,19 @@ from webgpt.learning.scripted import compose_answer, demonstrate
         ("How many bricks are in the Eiffel Tower?", "how many bricks are in the Eiffel Tower"),
         ("What does os.path.fastjoin() return?", "what os.path.fastjoin() returns"),
         ("How high is Mount Selbordri?", "how high Mount Selbordri is"),
+        ("Who will win?", "who will win"),
+        ("Where will they play?", "where they will play"),
+        ("How much will it cost to be a member?", "how much it will cost to be a member"),
+        (
+            "Where will the 2045 Nobel Prize in Physics take place?",
+            "where the 2045 Nobel Prize in Physics will take place",
+        ),
+        (
+            "How will climate change affect Ghana?",
+            "the answer to “How will climate change affect Ghana?”",
+        ),
+        ("How many taxis are there in Accra?", "how many taxis there are in Accra"),
+        ("When did Charles de Gaulle die?", "when Charles de Gaulle died"),
     ],
 )
 def test_a_decline_restates_the_question_as_what_the_pages_do_not_say(
@@ -144,17 +157,36 @@ def test_unanswerable_questions_ask_later_years_and_functions_no_page_documents(
     for question in made:
         [year] = re.findall(r"\d{4}", question.question)
         assert "Ghana" in question.question and 2027 <= int(year) <= 2060
+    # an event's templates say "the" themselves, whatever its summary opens with
+    tour = ["The Tour de France is an annual men's multiple-stage bicycle race."]
+    for seed in range(20):
+        [event, *_] = unanswerable_questions(
+            "https://w/t", "Tour de France", tour, "", random.Random(seed)
+        )
+        assert event.style == "future event" and "Tour de France" in event.question
+        assert not re.search(r"(?i)\bthe (?:\d{4} )?the\b", event.question), event.question
+    # "a state of matter" is no country
+    liquid = ["Liquid is a state of matter with a definite volume."]
+    assert not any(
+        q.style == "future event"
+        for q in unanswerable_questions("https://w/l", "Liquid", liquid, "", random.Random(0))
+    )
     body = (
         b'<html><body><dl class="py function"><dt id="json.dumps">json.dumps</dt><dd><p>x</p>'
         b'</dd></dl><dl class="py function"><dt id="json.dump">json.dump</dt></dl></body></html>'
     )
     documented = documented_functions(body)
     assert documented == {"json.dumps", "json.dump"}
-    for seed in range(20):
-        for question in made_up_function_questions(documented, random.Random(seed)):
-            [name] = re.findall(r"json\.\w+", question.question)
-            assert name not in documented and question.kind == "unanswerable"
-            assert question.answer == decline_answer(question.question)
+    made_up = [
+        question
+        for seed in range(20)
+        for question in made_up_function_questions(documented, random.Random(seed))
+    ]
+    assert len(made_up) >= 20
+    for question in made_up:
+        [name] = re.findall(r"json\.\w+", question.question)
+        assert name not in documented and question.kind == "unanswerable"
+        assert question.answer == decline_answer(question.question)
 
 
 def test_long_form_questions_ask_what_people_ask_of_the_kind_of_thing() -> None:
@@ -182,6 +214,16 @@ def test_long_form_questions_ask_what_people_ask_of_the_kind_of_thing() -> None:
     [question] = longform_questions("https://w/f", "Influenza", flu, "", random.Random(0))
     assert re.search(r"symptoms|causes|get it|serious", question.question)
     assert question.supporting == flu
+    # a kind is what the subject is, not a word the sentence holds; people keep their asks
+    vaccine = ["A vaccine is a biological preparation that protects against a disease.", "y" * 50]
+    kubrick = ["Stanley Kubrick was an American film director and screenwriter.", "z" * 50]
+    for seed in range(20):
+        [asked] = longform_questions("https://w/v", "Vaccine", vaccine, "", random.Random(seed))
+        assert not re.search(r"symptoms|causes|get it|serious", asked.question)
+        [asked] = longform_questions(
+            "https://w/k", "Stanley Kubrick", kubrick, "People", random.Random(seed)
+        )
+        assert "about?" not in asked.question and "What makes" not in asked.question
 
 
 def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
@@ -257,16 +299,16 @@ def test_generated_sets_mix_the_kinds() -> None:
     }
     assert counts == {"factoid": 12, "longform": 5, "unanswerable": 3}
     # a rare style gets an equal share of its kind before the common one fills the rest
-    rare = [
-        Question(question=f"rare {n}", kind="unanswerable", split="train", style="rare")
-        for n in range(3)
+    pool = [
+        Question(question=f"{style} {n}", kind="unanswerable", split="train", style=style)
+        for style, count in (("rare", 3), ("a", 40), ("b", 40))
+        for n in range(count)
     ]
-    common = [
-        Question(question=f"common {n}", kind="unanswerable", split="train", style="common")
-        for n in range(40)
-    ]
-    picked = pick_questions(rare + common, {"train": 60}, seed=0)  # 9 unanswerable
-    assert len(picked) == 9 and sum(p.style == "rare" for p in picked) == 3
+    for seed in range(10):
+        picked = pick_questions(pool, {"train": 60}, seed=seed)  # 9 unanswerable
+        assert [sum(p.style == style for p in picked) for style in ("rare", "a", "b")] == [3, 3, 3]
+    one_style = [q for q in pool if q.style == "a"]
+    assert len(pick_questions(one_style, {"train": 60}, seed=0)) == 9  # the quota is filled
 
 
 def test_key_point_coverage_counts_points_stated_by_any_of_their_phrases() -> None:
