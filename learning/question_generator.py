@@ -949,9 +949,8 @@ _DOCUMENTED_CALLABLES = (
 )
 
 
-def documented_functions(body: bytes) -> set[str]:
+def documented_functions(doc: lxml.html.HtmlElement) -> set[str]:
     """The qualified names ("json.dumps") a docs page documents."""
-    doc = lxml.html.document_fromstring(body)
     return {str(name) for name in doc.xpath(f"{_DOCUMENTED_CALLABLES}/dt/@id") if "." in name}
 
 
@@ -987,9 +986,10 @@ def made_up_function_questions(documented: set[str], rng: random.Random) -> Iter
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)")
 
 
-def python_doc_questions(url: str, body: bytes, rng: random.Random) -> Iterator[Question]:
+def python_doc_questions(
+    url: str, doc: lxml.html.HtmlElement, rng: random.Random
+) -> Iterator[Question]:
     """What / how / why questions about the functions and methods a docs page documents."""
-    doc = lxml.html.document_fromstring(body)
     for entry in doc.xpath(_DOCUMENTED_CALLABLES):
         dt = entry.find("dt")
         dd = entry.find("dd")
@@ -1085,9 +1085,10 @@ def generate_questions(
         elif page.source == "python-docs":
             # A docs page documents many functions, a summary one subject: without more per
             # docs page, Python questions would be a few percent of the data.
-            found = list(python_doc_questions(page.url, body, rng))
+            doc = lxml.html.document_fromstring(body)
+            found = list(python_doc_questions(page.url, doc, rng))
             rng.shuffle(found)
-            made_up = list(made_up_function_questions(documented_functions(body), rng))
+            made_up = list(made_up_function_questions(documented_functions(doc), rng))
             found = [
                 *found[: per_page * PYTHON_DOCS_PAGE_WEIGHT],
                 *rng.sample(made_up, k=min(1, len(made_up))),

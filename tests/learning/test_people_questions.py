@@ -5,6 +5,7 @@ import random
 import re
 from pathlib import Path
 
+import lxml.html
 import pytest
 
 from tests.agent.fake_policy import Script, fake_policy_app
@@ -175,7 +176,7 @@ def test_unanswerable_questions_ask_later_years_and_functions_no_page_documents(
         b'<html><body><dl class="py function"><dt id="json.dumps">json.dumps</dt><dd><p>x</p>'
         b'</dd></dl><dl class="py function"><dt id="json.dump">json.dump</dt></dl></body></html>'
     )
-    documented = documented_functions(body)
+    documented = documented_functions(lxml.html.document_fromstring(body))
     assert documented == {"json.dumps", "json.dump"}
     made_up = [
         question
