@@ -36,8 +36,22 @@ from webgpt.infra.vllm_server import (
 REGISTRY_HELP = "policy registry folder (default: $WEBGPT_HOME/registry/policy)"
 
 
-def add_decline_threshold(parser: argparse.ArgumentParser) -> None:
-    """--decline-threshold P, shared by `webgpt answer` and `webgpt eval`."""
+def add_answer_rules(parser: argparse.ArgumentParser) -> None:
+    """How answers are chosen, shared by `webgpt answer` and `webgpt eval`: the answer
+    rules of guided decoding and --decline-threshold P."""
+    parser.add_argument(
+        "--explanation-quotes",
+        type=int,
+        choices=[1, 2],
+        default=2,
+        help="quotes a how/why question collects and its answer cites (default 2; 1: as any "
+        'question; docs/questions.md, "Answer rules")',
+    )
+    parser.add_argument(
+        "--no-grounded-declines",
+        action="store_true",
+        help="answer even when the question names something (a year, a name) no quote shows",
+    )
     parser.add_argument(
         "--decline-threshold",
         type=_probability,
@@ -120,7 +134,7 @@ def register(
     answer.add_argument(
         "--allow-refusal", action="store_true", help="guided: offer End: Nonsense/Controversial"
     )
-    add_decline_threshold(answer)
+    add_answer_rules(answer)
     answer.add_argument("--js", choices=["auto", "never", "always"], default="auto")
     answer.add_argument("--json", action="store_true", help="print the full result as JSON")
     answer.set_defaults(run=_answer)
@@ -245,6 +259,8 @@ async def _answer_async(
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
             decline_threshold=args.decline_threshold,
+            explanation_quotes=args.explanation_quotes,
+            grounded_declines=not args.no_grounded_declines,
         ),
         session=SessionConfig(max_actions=args.max_actions),
     )

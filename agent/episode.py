@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from webgpt.agent.answer_rules import asks_for_explanation, unshown_names
 from webgpt.agent.declines import DECLINE_CLAUSE_REGEX, DECLINE_PREFIX, is_declined, uncited_decline
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.grammar import (
@@ -50,10 +51,25 @@ class EpisodeConfig:
     # answer: a choice made on the whole decline rather than token by token, tunable on
     # dev questions (docs/questions.md, "A decline threshold"). None: sampling decides.
     decline_threshold: float | None = None
+    # The answer rules of guided decoding (agent.answer_rules; docs/questions.md): a
+    # question asking how or why browses until it holds this many quotes (unless its
+    # actions run out) and its answer cites that many distinct ones; 1: as any question.
+    explanation_quotes: int = 2
+    # Decline, rather than answer, when the question names something (a year, a name, a
+    # function) that no collected quote shows.
+    grounded_declines: bool = True
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
             raise ValueError(f"decline_threshold {self.decline_threshold}: give 0 to 1")
+        if self.explanation_quotes not in (1, 2):
+            raise ValueError(f"explanation_quotes {self.explanation_quotes}: give 1 or 2")
+
+    def quotes_wanted(self, question: str) -> int:
+        """How many quotes the question's browsing should collect and its answer cite."""
+        if self.guided and asks_for_explanation(question):
+            return self.explanation_quotes
+        return 1
 
 
 @dataclass
@@ -87,6 +103,8 @@ class EpisodeResult:
     quotes: list[Reference] = field(default_factory=list)
     # With a decline threshold: the policy's probability of opening with a decline
     decline_probability: float | None = None
+    # What the question names that no quote shows: why a grounded decline was written
+    unshown: list[str] = field(default_factory=list)
 
     @property
     def declined(self) -> bool:
@@ -122,7 +140,8 @@ def answer_sampling(
     if branch == "decline":
         regex = f" {DECLINE_CLAUSE_REGEX}"
     else:
-        regex = (answer_regex if branch == "either" else cited_answer_regex)(question, quotes)
+        cited = answer_regex if branch == "either" else cited_answer_regex
+        regex = cited(question, quotes, distinct=config.quotes_wanted(question))
     return Sampling(
         n=1,
         temperature=config.temperature,
@@ -154,7 +173,10 @@ async def run_episode(
             stop=COMMAND_STOP,
             regex=with_stop(
                 browsing_regex(
-                    session, allow_refusal=config.allow_refusal, force_finish=config.force_finish
+                    session,
+                    allow_refusal=config.allow_refusal,
+                    force_finish=config.force_finish,
+                    min_quotes=config.quotes_wanted(question),
                 ),
                 COMMAND_STOP[0],
             )
@@ -208,7 +230,8 @@ async def write_answer(
 ) -> None:
     """The answer phase, into result: the policy writes an answer citing the session's
     quotes (none without quotes); citations of no quote are removed, a decline cites none.
-    With a decline threshold, the policy's probability of a decline chooses which."""
+    A question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
+    else, with a decline threshold, the policy's probability of a decline chooses which."""
     result.references = result.quotes = references(session)
     if not session.quotes:
         return
@@ -216,7 +239,15 @@ async def write_answer(
     result.answer_prompt = prompt
     clock = time.perf_counter()
     branch: AnswerBranch = "either"
-    if config.decline_threshold is not None:
+    if config.guided and config.grounded_declines:
+        pages = [
+            f"{page.title}\n{page.url.replace('_', ' ')}\n{page.text_index.text}"
+            for page in session.quoted_pages.values()
+        ]
+        result.unshown = unshown_names(session.question, session.quotes, pages)
+    if result.unshown:
+        branch = "decline"
+    elif config.decline_threshold is not None:
         result.decline_probability, used = await decline_probability(policy, prompt)
         result.usage += used
         declines = result.decline_probability >= config.decline_threshold

@@ -1,10 +1,11 @@
 """Regular expressions for guided decoding: every sampled command parses, and is possible.
 
 The browsing grammar is built from the session's state at each step, so a constrained
-policy can only click links that exist, quote text that is on the page in view, go Back
-when there is history, and end with an answer only once it holds a quote. Near the action
-limit it steers a policy with no quote yet to quote, so small untrained models still finish
-episodes with an answer (`force_finish`). The answer grammar admits only citations of
+policy can only click links that exist, quote text that is on the page in view (and not
+quoted yet), go Back when there is history, and end with an answer only once it holds a
+quote, or two for a question asking for an explanation (agent.answer_rules). Near the
+action limit it steers a policy with no quote yet to quote, so small untrained models
+still finish episodes with an answer (`force_finish`). The answer grammar admits only citations of
 collected quotes, and at least one, and only numbers that the question or a quote shows.
 
 The regex dialect is the common subset that vLLM's structured-output backends accept:
@@ -12,7 +13,7 @@ literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
@@ -93,10 +94,17 @@ def _paragraphs(lines: list[str]) -> list[str]:
 
 
 def browsing_regex(
-    session: BrowserSession, *, allow_refusal: bool = False, force_finish: bool = True
+    session: BrowserSession,
+    *,
+    allow_refusal: bool = False,
+    force_finish: bool = True,
+    min_quotes: int = 1,
 ) -> str:
-    """The commands that make sense in the session's current state."""
-    quotes = quote_choices(session)
+    """The commands that make sense in the session's current state. Browsing ends once it
+    holds min_quotes quotes, or one when its actions are running out; a sentence quoted
+    already is not offered again."""
+    held = {q.extract for q in session.quotes}
+    quotes = [q for q in quote_choices(session) if q not in held]
     link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
     quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
     click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
@@ -117,7 +125,7 @@ def browsing_regex(
         options.append(quote)
     if session.can_go_back:
         options.append("Back")
-    if session.quotes:
+    if len(session.quotes) >= min_quotes or (session.quotes and left <= FORCE_FINISH_ACTIONS):
         options.append("End: Answer")
     if allow_refusal:
         options.append("End: (Nonsense|Controversial)")
@@ -158,13 +166,13 @@ def shown_numbers(question: str, quotes: Sequence[Quoted]) -> list[str]:
     return sorted({n for text in texts for n in NUMBER.findall(text)}, key=lambda n: (len(n), n))
 
 
-def answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
+def answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
     """A cited answer (cited_answer_regex) or a decline (agent.declines), which cites
     nothing."""
-    return f"({cited_answer_regex(question, quotes)}|{DECLINE_REGEX})"
+    return f"({cited_answer_regex(question, quotes, distinct=distinct)}|{DECLINE_REGEX})"
 
 
-def cited_answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
+def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
     """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
     square brackets, no number that the question and quotes do not show, and at most
     MAX_TAIL_CHARS after the last citation.
@@ -174,8 +182,12 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
     answer of emoji reaches it inside the answer's token budget
     (EpisodeConfig.answer_max_tokens). Where they do, the grammar names those numbers and
     so is new at every answer, and that run is unbounded: bounded, it would take ~1 s to
-    compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py)."""
-    cite = _alternatives([f"\\[{n}\\]" for n in range(1, len(quotes) + 1)])
+    compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py).
+
+    distinct=2 (an explanation, agent.answer_rules) asks for a later sentence that cites a
+    quote other than the first sentence's, when there are two quotes to cite; the first
+    sentence is shared by the alternatives, so its bounded run is compiled once."""
+    cite = _citation(range(1, len(quotes) + 1))
     text = ANSWER_TEXT
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
     sentence = f"{text}{{{MIN_SENTENCE_CHARS},}}"
@@ -185,5 +197,19 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted]) -> str:
         numbered = f"({_alternatives([_literal(n) for n in numbers])}{text}+)+"
         first = f"({text}{{10,}}|{text}*{numbered})"
         sentence = f"({sentence}|{text}+{numbered})"
-    more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
-    return f"{first}{cite}{more}{text}{{0,{MAX_TAIL_CHARS}}}"
+    tail = f"{text}{{0,{MAX_TAIL_CHARS}}}"
+    if distinct < 2 or len(quotes) < 2:
+        more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
+        return f"{first}{cite}{more}{tail}"
+    # first cites [i]; then up to `half` sentences citing any, one citing another than
+    # [i], and up to `half` more: at most MAX_CITATIONS citations in all
+    half = (MAX_CITATIONS - 2) // 2
+    more = f"({sentence}{cite}){{0,{half}}}"
+    indices = range(1, len(quotes) + 1)
+    then = [f"\\[{i}\\]{more}{sentence}{_citation(j for j in indices if j != i)}" for i in indices]
+    return f"{first}{_alternatives(then)}{more}{tail}"
+
+
+def _citation(indices: Iterable[int]) -> str:
+    """A citation of one of the quotes numbered indices: "[2]"."""
+    return _alternatives([f"\\[{n}\\]" for n in indices])

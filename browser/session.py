@@ -72,6 +72,9 @@ class BrowserSession:
         self.config = config or SessionConfig()
         self.question = ""
         self.quotes: list[CollectedQuote] = []
+        # the pages quoted from, by URL: what a question's names are looked for on
+        # (agent.answer_rules.unshown_names)
+        self.quoted_pages: dict[str, Page] = {}
         self.past_actions: list[str] = []
         self.actions_taken = 0
         self.end_reason: EndReason | None = None
@@ -85,6 +88,7 @@ class BrowserSession:
         """Start a new episode on a blank page; returns the first observation."""
         self.question = question.strip()
         self.quotes = []
+        self.quoted_pages = {}
         self.past_actions = []
         self.actions_taken = 0
         self.end_reason = None
@@ -260,6 +264,7 @@ class BrowserSession:
         extract = extract[: self.config.quote_budget_chars - self.quote_chars]
         quote = CollectedQuote(title=page.title, domain=page.domain, url=page.url, extract=extract)
         self.quotes.append(quote)
+        self.quoted_pages[page.url] = page
         self.past_actions.append("Quote")
         if self.quote_chars >= self.config.quote_budget_chars:
             self.end_reason = "quote_budget"

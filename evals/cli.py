@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webgpt.agent.cli import REGISTRY_HELP, add_decline_threshold, registry_of
+from webgpt.agent.cli import REGISTRY_HELP, add_answer_rules, registry_of
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
 from webgpt.agent.model import DEFAULT_REWARD, reward_model_folder
@@ -46,7 +46,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
     evaluate.add_argument("--max-actions", type=int, default=20)
     evaluate.add_argument("--temperature", type=float, default=0.0)
-    add_decline_threshold(evaluate)
+    add_answer_rules(evaluate)
     evaluate.add_argument(
         "--reward-model",
         type=Path,
@@ -271,6 +271,8 @@ def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, Session
         temperature=args.temperature,
         guided=not args.no_guided,
         decline_threshold=args.decline_threshold,
+        explanation_quotes=args.explanation_quotes,
+        grounded_declines=not args.no_grounded_declines,
     )
     return episode, SessionConfig(max_actions=args.max_actions)
 

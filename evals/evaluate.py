@@ -62,6 +62,8 @@ class Outcome:
     key_points: float | None = None  # share of the key points stated (long-form)
     # With a decline threshold: the policy's probability of a decline, which it was held to
     decline_probability: float | None = None
+    # With grounded declines: what the question named that no quote showed (a decline)
+    unshown: list[str] = field(default_factory=list)
 
     @property
     def long_enough(self) -> bool:
@@ -260,6 +262,7 @@ async def evaluate_policy(
                 distinct_citations=len(cited_numbers(answer or "", result.references)),
                 key_points=key_point_coverage(answer, question.key_points),
                 decline_probability=result.decline_probability,
+                unshown=result.unshown,
             )
         )
         if progress is not None:

@@ -16,7 +16,7 @@ echo "== 1. browsing by hand (examples/demo-commands.txt)"
 "$VENV/webgpt" browse --question "$QUESTION" < examples/demo-commands.txt
 
 echo "== 2. the default policy answers (webgpt answer): a factoid, a how/why question, and"
-echo "   one the offline web cannot answer, which it should decline"
+echo "   one the offline web cannot answer, which it declines"
 for asked in "$QUESTION" "How does a refrigerator keep food cold?" \
   "Who won the 2030 FIFA World Cup?"; do
   echo "-- $asked"

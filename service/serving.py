@@ -204,15 +204,21 @@ class AnswerService:
                 f"the answer did not finish within its deadline of {deadline_s:g} s"
             ) from None
 
+    def _episode_config(self, temperature: float = EpisodeConfig.temperature) -> EpisodeConfig:
+        """Episodes as the settings ask: the decline threshold and the answer rules."""
+        return EpisodeConfig(
+            temperature=temperature,
+            decline_threshold=self.settings.decline_threshold,
+            explanation_quotes=self.settings.explanation_quotes,
+            grounded_declines=self.settings.grounded_declines,
+        )
+
     def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:
         return Agent(
             self.web,
             policy,
             scorer,
-            episode=EpisodeConfig(
-                temperature=request.temperature,
-                decline_threshold=self.settings.decline_threshold,
-            ),
+            episode=self._episode_config(temperature=request.temperature),
             session=SessionConfig(max_actions=request.max_actions),
         )
 
@@ -246,7 +252,7 @@ class AnswerService:
         async def run() -> tuple[EpisodeResult, str]:
             async with self.admission.slot(), self._versions() as (policy, _):
                 result = EpisodeResult(0, None, [], session.end_reason)
-                episode = EpisodeConfig(decline_threshold=self.settings.decline_threshold)
+                episode = self._episode_config()
                 await write_answer(result, session, policy, episode)
                 return result, policy.name
 

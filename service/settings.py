@@ -66,6 +66,11 @@ class ServiceSettings(Settings):
     # citations (agent.episode.EpisodeConfig.decline_threshold); None: the sampled answer
     # decides. A property of the policy served: choose it on its dev questions.
     decline_threshold: float | None = Field(default=None, ge=0, le=1)
+    # The answer rules of guided decoding (agent.episode.EpisodeConfig): quotes a how/why
+    # question collects and cites (1: as any question), and declines of questions naming
+    # what no quote shows.
+    explanation_quotes: int = Field(default=2, ge=1, le=2)
+    grounded_declines: bool = True
     reward_model: Path | None = None  # None: n must be 1
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and
     # reward_model names its checkpoint folder, of which only the manifest is read.

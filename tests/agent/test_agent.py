@@ -196,7 +196,8 @@ async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_like
     for threshold, answer in written.items():
         script.commands, script.requests, script.answers = list(CROW_EPISODE), [], [answer]
         events: list[TraceEvent] = []
-        config = EpisodeConfig(decline_threshold=threshold)
+        # no grounded declines: the quotes show no 2031, which would decline unscored
+        config = EpisodeConfig(decline_threshold=threshold, grounded_declines=False)
         result = await run_episode(0, web.session(), policy, question, config, _into(events))
         [scored] = [r for r in script.requests if r.get("echo")]
         [answering] = [r for r in script.requests if r.get("stream")]

@@ -167,8 +167,7 @@ async def test_the_default_policy_answers_the_demo_questions(
     """`make demo`'s questions as scripts/demo.sh asks them (greedy, 20 actions). The json
     entry follows eight usage examples, so the policy must repeat its Find to reach it,
     quote it, and state the fact it quoted; the how/why question gets two sentences citing
-    two quotes. (The third, "Who won the 2030 FIFA World Cup?", the default does not
-    decline yet: docs/questions.md, "Status".)"""
+    two quotes; the offline web holds no 2030 World Cup, so the third is declined."""
     web = Web(WebOptions(offline_store=embedded_web_store, offline_only=True, js_mode="never"))
     try:
         agent = Agent(web, real_policy, session=SessionConfig(max_actions=20))
@@ -176,6 +175,7 @@ async def test_the_default_policy_answers_the_demo_questions(
             "What does the json module's dumps function do?", temperature=0.0
         )
         how = await agent.answer("How does a refrigerator keep food cold?", temperature=0.0)
+        future = await agent.answer("Who won the 2030 FIFA World Cup?", temperature=0.0)
     finally:
         await web.aclose()
     assert result.answer is not None, result.candidates
@@ -188,3 +188,5 @@ async def test_the_default_policy_answers_the_demo_questions(
     assert distinct_sentence_count(how.answer) >= 2, how.answer
     assert {"[1]", "[2]"} <= set(re.findall(r"\[\d\]", how.answer)), how.answer
     assert len(how.references) >= 2
+    # the quotes show no 2030, so the answer rules hold the policy to a decline
+    assert future.declined and future.references == [], future.answer

@@ -16,14 +16,17 @@ from webgpt.agent.episode import DECLINE_OPENING
 from webgpt.service.settings import ServiceSettings
 
 # The scripted policy browses to the Crow page for any question that names crows; its
-# answers are scripted, so here it declines.
+# answers are scripted, so here it declines. The crow quotes show no 2031: grounded
+# declines would hold the policy to a decline, so the tests of what the policy chose
+# turn them off.
 QUESTION = "Which crow won the 2031 Tour de France?"
 DECLINE = decline_answer(QUESTION)
+AS_CHOSEN = {"grounded_declines": False}
 
 
 def test_a_decline_is_marked_everywhere_and_cites_nothing(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
     script.answers[:] = [DECLINE] * 5 + ["Crows are corvids [1]."]  # one a request below
-    with service_url() as base:
+    with service_url(**AS_CHOSEN) as base:
         body = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60).json()
         assert body["answer"] == DECLINE and body["declined"] is True
         assert body["references"] == [] and body["candidates"][0]["declined"] is True
@@ -65,7 +68,7 @@ def test_a_decline_that_cites_a_quote_anyway_is_a_decline(service_url, script: S
     """The answer grammar's cited branch admits the decline's words too (seen: "The pages I
     found do not say what the capital of Malawi is [1]."): it is served as a decline."""
     script.answers[:] = [DECLINE.removesuffix(".") + " [1]."]
-    with service_url() as base:
+    with service_url(**AS_CHOSEN) as base:
         body = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60).json()
     assert body["answer"] == DECLINE and body["declined"] is True and body["references"] == []
 
@@ -77,7 +80,7 @@ def test_the_service_holds_its_policy_to_its_decline_threshold(service_url, scri
     script.answers[:] = [DECLINE.removeprefix(DECLINE_OPENING), "Crows are corvids [1]."]
     bodies = []
     for threshold in (0.4, 0.6):
-        with service_url(decline_threshold=threshold) as base:
+        with service_url(decline_threshold=threshold, **AS_CHOSEN) as base:
             response = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60)
             bodies.append(response.json())
     declined, answered = bodies
@@ -86,3 +89,21 @@ def test_the_service_holds_its_policy_to_its_decline_threshold(service_url, scri
     assert answered["answer"] == "Crows are corvids [1]." and answered["declined"] is False
     with pytest.raises(ValidationError, match="decline_threshold"):
         ServiceSettings(decline_threshold=1.5)
+
+
+def test_the_service_declines_a_question_naming_what_no_quote_shows(
+    service_url, script: Script
+) -> None:  # type: ignore[no-untyped-def]
+    """By default (WEBGPT_GROUNDED_DECLINES) the policy is held to a decline when its quotes
+    show no 2031; turned off, it answers as it chose."""
+    script.answers[:] = [DECLINE.removeprefix(DECLINE_OPENING), "Crows are corvids [1]."]
+    bodies = []
+    for overrides in ({}, AS_CHOSEN):
+        with service_url(**overrides) as base:
+            response = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60)
+            bodies.append(response.json())
+    held, chosen = bodies
+    assert held["answer"] == DECLINE and held["declined"] is True and held["references"] == []
+    assert chosen["answer"] == "Crows are corvids [1]." and chosen["declined"] is False
+    with pytest.raises(ValidationError, match="explanation_quotes"):
+        ServiceSettings(explanation_quotes=3)

@@ -1,0 +1,117 @@
+"""What a question asks, read from its words: whether it wants an explanation, and what it
+names that the quotes collected for it must show.
+
+Two rules of guided decoding rest on this reading (agent.episode, docs/questions.md,
+"Answer rules"): a how/why question browses until it holds two quotes and its answer cites
+both, WebGPT's answer style; and a question naming something that no quote shows (a
+year, a name, a function) is declined rather than answered with a claim about something
+else ("Who won the 2030 FIFA World Cup?" answered from a quote about 2022).
+"""
+
+import re
+from collections.abc import Sequence
+
+from webgpt.agent.grammar import Quoted
+
+_CLAUSES = re.compile(r",? and (?=(?:what|why|how|who|where|when|which)\b)")
+_EXPLAIN_OPENINGS = re.compile(
+    r"^(?:why|explain|describe|tell me|what should i know|what happens|what happened"
+    r"|what causes|what caused|what makes|what made"
+    r"|how (?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|to|come)\b"
+    r"|what (?:is|are|was|were) the (?:symptoms|causes|effects|consequences|advantages"
+    r"|disadvantages|benefits|uses|difference|differences|purpose|significance|history|role)\b)"
+)
+# "What is X used for?", "what was X like", "what did X do": asks about what X is or does.
+_EXPLAIN_ENDINGS = re.compile(r"\b(?:used for|known for|like|about|made|made from|made of|do)$")
+# "What is X?", "Who was X?": a definition, unless X is a relation ("the capital of France",
+# "Hangul called in North Korea", "Mozart's shoe size"), a superlative or a number.
+_WHAT_IS = re.compile(r"^(?:what|who) (?:is|are|was|were) (?P<subject>.+)$")
+_RELATION_WORDS = {
+    "of", "in", "on", "at", "for", "by", "from", "to", "with", "between", "called", "named",
+    "name", "than", "as", "when", "where",
+}  # fmt: skip
+_MAX_DEFINED_WORDS = 6
+# A question about a documented function is answered by its documentation's one sentence.
+_API_WORDS = {"function", "method", "module", "class", "attribute", "parameter", "argument"}
+# A question's words that name something: a number, a dotted code name, a capitalised word.
+# A number stands alone: the digits of "NH4NO3" and "100m" are part of a word.
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
+_CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
+_CAPITALISED = re.compile(r"[A-Z][\w'’]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_NOT_NAMES = frozenset({"I"})
+
+
+def asks_for_explanation(question: str) -> bool:
+    """Whether the question asks how or why, or what something is: answers of several
+    sentences from several quotes. "How many", "what is the capital of X" and "what does
+    json.dumps() do" (one documented sentence) ask for a fact."""
+    text = " ".join(question.strip().rstrip("?.! ").lower().split())
+    return any(_explains(clause) for clause in _CLAUSES.split(text))
+
+
+def _explains(clause: str) -> bool:
+    if _CODE_NAME.search(clause) or "()" in clause or _API_WORDS.intersection(clause.split()):
+        return False
+    if _EXPLAIN_OPENINGS.match(clause):
+        return True
+    if clause.startswith(("what ", "who ")) and _EXPLAIN_ENDINGS.search(clause):
+        return True
+    match = _WHAT_IS.match(clause)
+    if match is None:
+        return False
+    words = match["subject"].split()
+    return (
+        len(words) <= _MAX_DEFINED_WORDS
+        and not _RELATION_WORDS.intersection(words)
+        and not any(w[:1].isdigit() or w.endswith(("est", "'s", "’s")) for w in words)
+    )
+
+
+def named_things(question: str) -> list[str]:
+    """What the question names, each once, as the pages would show it: numbers ("2030"),
+    dotted code names ("json.dumpz"), and capitalised words after the first ("FIFA",
+    "Mozart" of "Mozart's", "Lantern" and "Keeper" of "Lantern-Keeper")."""
+    text = question.strip()
+    names = _NUMBER.findall(text) + _CODE_NAME.findall(text)
+    words = text.split()
+    for word in words[1:]:
+        for part in word.split("-"):
+            match = _CAPITALISED.search(part)
+            if match is None or match.start() > 1:  # "(Python" counts, "iPhone" does not
+                continue
+            name = _POSSESSIVE.sub("", match[0])
+            if name and name not in _NOT_NAMES and not name.isdigit():
+                names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] = ()) -> list[str]:
+    """What the question names that the quotes do not show. A number has to stand in a quote
+    or its page's title: the quotes are the answer's evidence, and a page about a
+    tournament names its future years too ("the 2030 World Cup will be hosted by ...").
+    A name or a function may stand anywhere on a quoted page (pages: their text, title and
+    address), as "Hammer of the Scots" on Edward I's page beside the sentence quoted; a
+    dotted code name by its last part. A word counts as shown where it opens a word of
+    theirs ("Korea" in "Korean")."""
+    quoted = "\n".join(f"{q.title}\n{q.extract}" for q in quotes).casefold()
+    around = "\n".join([quoted, *pages]).casefold()
+    return [
+        name
+        for name in named_things(question)
+        if not _shows(quoted if name[:1].isdigit() else around, _as_shown(name))
+    ]
+
+
+def _as_shown(name: str) -> str:
+    """A name as a page writes it: a dotted code name by its last part, as documentation
+    lists `cursor()` under its class, not "sqlite3.Connection.cursor"."""
+    if _CODE_NAME.fullmatch(name):
+        name = name.rsplit(".", 1)[1]
+    return name.casefold()
+
+
+def _shows(text: str, name: str) -> bool:
+    if name[:1].isdigit():
+        return re.search(rf"(?<![\d.,]){re.escape(name)}(?![\d]|[.,]\d)", text) is not None
+    return re.search(rf"(?<!\w){re.escape(name)}", text) is not None

@@ -1,0 +1,178 @@
+"""The answer rules of guided decoding: explanations quote twice and cite both quotes, and a
+question naming what no quote shows is declined (agent.answer_rules, agent.episode)."""
+
+import re
+
+import pytest
+
+from tests.agent.fake_policy import Script
+from tests.agent.test_agent import CROW_EPISODE, quoted
+from webgpt.agent.answer_rules import asks_for_explanation, named_things, unshown_names
+from webgpt.agent.declines import decline_answer
+from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, run_episode
+from webgpt.agent.grammar import FORCE_FINISH_ACTIONS, browsing_regex, cited_answer_regex
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.session import SessionConfig
+from webgpt.browser.web import Web
+
+EXPLANATIONS = [
+    "How does a refrigerator keep food cold?",
+    "how do i get the command line arguments passed to my python script",
+    "Why is the sky blue?",
+    "Tell me about the Arabian Desert",
+    "What was the Kushan Empire?",
+    "What is meteorology used for?",
+    "what are the symptoms of mumps",
+    "what causes el nino and la nina",
+    "how long was a cubit and why was it used",  # a fact, and then an explanation
+    "Who was Ada Lovelace?",
+    "what do the geneva conventions do",
+]
+FACTS = [
+    "How many people live in Tokyo?",
+    "how tall is the eiffel tower",
+    "What is the capital of North Macedonia?",
+    "What is Hangul called in North Korea?",
+    "What was Mozart's shoe size?",
+    "What is the largest planet?",
+    "What does json.dumps() do?",
+    "What does the json module's dumps function do?",
+    "Who won the 2030 FIFA World Cup?",
+    "who was indonesia's first president",
+    "When was Ada Lovelace born?",
+]
+
+
+@pytest.mark.parametrize("question", EXPLANATIONS)
+def test_how_and_why_questions_ask_for_explanations(question: str) -> None:
+    assert asks_for_explanation(question)
+
+
+@pytest.mark.parametrize("question", FACTS)
+def test_questions_of_fact_do_not(question: str) -> None:
+    assert not asks_for_explanation(question)
+
+
+def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
+    assert named_things("Who won the 2030 FIFA World Cup?") == ["2030", "FIFA", "World", "Cup"]
+    assert named_things("What does Python's json.dumpz() function do?") == ["json.dumpz", "Python"]
+    assert named_things("Who painted The Lantern-Keeper of Ostrava?") == [
+        "The",
+        "Lantern",
+        "Keeper",
+        "Ostrava",
+    ]
+    assert named_things("When will Python 4.0 be released?") == ["4.0", "Python"]
+    # a number stands alone: a formula's digits and "100m" are words
+    assert named_things("What's the compound with formula NH4NO3 called") == ["NH4NO3"]
+    assert named_things("since when have women run the 100m at the olympics") == []
+    assert named_things("what was the weather in kazan on 3 may 1990") == ["3", "1990"]
+    # the first word opens the question; "I" and lower-case words name nothing
+    assert named_things("How can I read a keypress on windows?") == []
+
+
+def test_a_number_stands_in_a_quote_and_a_name_on_a_quoted_page() -> None:
+    quotes = [quoted("Argentina won the 2022 FIFA World Cup.", title="FIFA World Cup")]
+    assert unshown_names("Who won the 2030 FIFA World Cup?", quotes) == ["2030"]
+    assert unshown_names("Who won the 2022 FIFA World Cup?", quotes) == []
+    # a number is evidence only in a quote, not elsewhere on the page
+    page = "FIFA World Cup\nThe 2030 World Cup will be hosted by Morocco, Portugal and Spain."
+    assert unshown_names("Who won the 2030 FIFA World Cup?", quotes, [page]) == ["2030"]
+    # a number stands alone: 2022 does not show 202, nor 2,022 show 2022
+    assert unshown_names("What happened in 202?", quotes) == ["202"]
+    assert unshown_names("What is 2022?", [quoted("It was 2,022 km.")]) == ["2022"]
+    # a word shows a name that opens it ("Korean" shows "Korea"), in any case
+    korean = [quoted("The Korean alphabet is called Chosŏn'gŭl in the DPRK.", title="Hangul")]
+    assert unshown_names("What is Hangul called in North Korea?", korean) == ["North"]
+    # ...but not one that it merely contains
+    assert unshown_names("Where is Tesvara?", [quoted("The Vara river.")]) == ["Tesvara"]
+    # a name may stand anywhere on a quoted page
+    edward = [quoted("Edward I was Lord of Ireland.", title="Edward I of England")]
+    hammer = "Which English king was called the Hammer of the Scots?"
+    assert unshown_names(hammer, edward) == ["English", "Hammer", "Scots"]
+    page = "Edward I of England\nThe English king is known as the Hammer of the Scots."
+    assert unshown_names(hammer, edward, [page]) == []
+    docs = [quoted("Serialize obj to a JSON formatted str.", title="json")]
+    python = "What does Python's json.dumpz() function do?"
+    assert unshown_names(python, docs) == ["json.dumpz", "Python"]
+    page = ["https://docs.python.org/3/library/json.html\ndumps(obj, *, skipkeys=False)"]
+    assert unshown_names(python, docs, page) == ["json.dumpz"]
+    # documentation lists a method by its own name under its class
+    assert unshown_names(python.replace("dumpz", "dumps"), docs, page) == []
+
+
+async def test_an_explanation_browses_until_it_holds_two_different_quotes(web: Web) -> None:
+    session = web.session(config=SessionConfig(max_actions=12))
+    session.reset("How do crows recognise faces?")
+    for command in (
+        "Search crow",
+        "Clicked on link 0",
+        "Quote: Crows are birds of the genus Corvus.",
+    ):
+        await session.step(command)
+    one_held = browsing_regex(session, min_quotes=2)
+    assert not re.fullmatch(one_held, "End: Answer")
+    assert not re.fullmatch(one_held, "Quote: Crows are birds of the genus Corvus.")  # held
+    second = "Crows can recognise individual human faces and remember them for years."
+    assert re.fullmatch(one_held, f"Quote: {second}")
+    assert re.fullmatch(browsing_regex(session), "End: Answer")  # one quote is enough for a fact
+    while session.actions_left > FORCE_FINISH_ACTIONS:
+        await session.step("Top")
+    # its actions running out, it may answer from the one quote it has
+    assert re.fullmatch(browsing_regex(session, min_quotes=2), "End: Answer")
+
+
+def test_an_explanation_s_answer_cites_two_quotes_in_two_sentences() -> None:
+    quotes = [quoted("Crows are birds."), quoted("Crows know faces.")]
+    grammar = cited_answer_regex("How do crows know faces?", quotes, distinct=2)
+    assert re.fullmatch(grammar, "Crows are birds [1]. They know faces [2].")
+    assert re.fullmatch(grammar, "Crows know faces [2]. They are birds [1]. Clever [2].")
+    assert not re.fullmatch(grammar, "Crows are birds [1]. Birds are crows [1].")
+    assert not re.fullmatch(grammar, "Crows are birds [1].")
+    # with one quote there is one to cite
+    one = cited_answer_regex("How do crows know faces?", quotes[:1], distinct=2)
+    assert re.fullmatch(one, "Crows are birds [1].")
+    # citations stay at most MAX_CITATIONS (8): 1 + 3 + 1 + 3
+    eight = "A crow is a bird [1]." + " A crow [1]." * 3 + " A rook [2]." + " A crow [1]." * 3
+    assert re.fullmatch(grammar, eight)
+    assert not re.fullmatch(grammar, eight + " A crow [1].")
+
+
+async def test_a_question_naming_what_no_quote_shows_is_declined(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The crow quotes show no 2031 and no Tour de France: the policy is held to a decline,
+    and writes what the pages do not say; the names are recorded."""
+    question = "Which crow won the 2031 Tour de France?"
+    decline = decline_answer(question)
+    script.commands = list(CROW_EPISODE)
+    script.answers = [decline.removeprefix(DECLINE_OPENING)]
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert result.answer == decline and result.declined and result.references == []
+    assert result.unshown == ["2031", "Tour", "France"]
+    [answering] = [r for r in script.requests if r.get("stream")]
+    assert answering["prompt"] == result.answer_prompt + DECLINE_OPENING
+    assert not re.fullmatch(answering["structured_outputs"]["regex"], " Crows won [1].■")
+
+    # Off, or unguided, the policy answers as it likes.
+    for config in (EpisodeConfig(grounded_declines=False), EpisodeConfig(guided=False)):
+        script.commands, script.requests = list(CROW_EPISODE), []
+        script.answers = ["Crows are corvids [1]."]
+        result = await run_episode(0, web.session(), policy, question, config)
+        assert result.answer == "Crows are corvids [1]." and result.unshown == []
+
+    # A question whose names the quotes show is answered.
+    script.commands, script.requests = list(CROW_EPISODE), []
+    script.answers = ["Crows know faces [1]."]
+    shown = "Do Crows remember faces for years?"
+    result = await run_episode(0, web.session(), policy, shown, EpisodeConfig())
+    assert result.answer == "Crows know faces [1]." and result.unshown == []
+
+
+def test_answer_rules_are_checked() -> None:
+    with pytest.raises(ValueError, match="1 or 2"):
+        EpisodeConfig(explanation_quotes=3)
+    assert EpisodeConfig().quotes_wanted("Why do crows remember faces?") == 2
+    assert EpisodeConfig(explanation_quotes=1).quotes_wanted("Why do crows?") == 1
+    assert EpisodeConfig(guided=False).quotes_wanted("Why do crows remember faces?") == 1
+    assert EpisodeConfig().quotes_wanted("Who won the 2030 FIFA World Cup?") == 1
