@@ -9,10 +9,12 @@ else ("Who won the 2030 FIFA World Cup?" answered from a quote about 2022).
 """
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from webgpt.agent.grammar import Quoted
 
+_CONTRACTED_IS = re.compile(r"\b(what|who|how|where|when|why)'s\b")  # "what's" -> "what is"
 _CLAUSES = re.compile(r",? and (?=(?:what|why|how|who|where|when|which)\b)")
 _EXPLAIN_OPENINGS = re.compile(
     r"^(?:why|explain|describe|tell me|what should i know|what happens|what happened"
@@ -46,7 +48,8 @@ def asks_for_explanation(question: str) -> bool:
     """Whether the question asks how or why, or what something is: answers of several
     sentences from several quotes. "How many", "what is the capital of X" and "what does
     json.dumps() do" (one documented sentence) ask for a fact."""
-    text = " ".join(question.strip().rstrip("?.! ").lower().split())
+    text = " ".join(question.strip().rstrip("?.! ").lower().replace("’", "'").split())
+    text = _CONTRACTED_IS.sub(r"\1 is", text)
     return any(_explains(clause) for clause in _CLAUSES.split(text))
 
 
@@ -93,25 +96,62 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     A name or a function may stand anywhere on a quoted page (pages: their text, title and
     address), as "Hammer of the Scots" on Edward I's page beside the sentence quoted; a
     dotted code name by its last part. A word counts as shown where it opens a word of
-    theirs ("Korea" in "Korean")."""
-    quoted = "\n".join(f"{q.title}\n{q.extract}" for q in quotes).casefold()
-    around = "\n".join([quoted, *pages]).casefold()
-    return [
-        name
-        for name in named_things(question)
-        if not _shows(quoted if name[:1].isdigit() else around, _as_shown(name))
-    ]
+    theirs ("Korea" in "Korean"), accents and the kind of apostrophe aside ("Dvorak" in
+    "Dvořák")."""
+    quoted = _fold("\n".join(f"{q.title}\n{q.extract}" for q in quotes))
+    around = "\n".join([quoted, *(_fold(page) for page in pages)])
+    unshown = []
+    for name in named_things(question):
+        if name[:1].isdigit():
+            shown = any(_shows_number(quoted, form) for form in _number_forms(name))
+        else:
+            shown = _shows_word(around, _fold(_as_shown(name)))
+        if not shown:
+            unshown.append(name)
+    return unshown
 
 
 def _as_shown(name: str) -> str:
     """A name as a page writes it: a dotted code name by its last part, as documentation
     lists `cursor()` under its class, not "sqlite3.Connection.cursor"."""
-    if _CODE_NAME.fullmatch(name):
-        name = name.rsplit(".", 1)[1]
-    return name.casefold()
+    return name.rsplit(".", 1)[1] if _CODE_NAME.fullmatch(name) else name
 
 
-def _shows(text: str, name: str) -> bool:
-    if name[:1].isdigit():
-        return re.search(rf"(?<![\d.,]){re.escape(name)}(?![\d]|[.,]\d)", text) is not None
-    return re.search(rf"(?<!\w){re.escape(name)}", text) is not None
+def _fold(text: str) -> str:
+    """Text compared without case, accents or the kind of apostrophe."""
+    decomposed = unicodedata.normalize("NFKD", text.replace("’", "'"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+_NUMBER_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+)  # fmt: skip
+_ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
+
+
+def _number_forms(number: str) -> list[str]:
+    """How a page may write a number: as written, and a small one as a word or a Roman
+    numeral too ("World War 2" in "World War II", "3 branches" in "three branches")."""
+    forms = [number]
+    if number.isdigit() and int(number) < len(_NUMBER_WORDS):
+        forms.append(_NUMBER_WORDS[int(number)])
+    if number.isdigit() and 2 <= int(number) < 40:
+        value, roman = int(number), ""
+        for letters, worth in _ROMAN:
+            while value >= worth:
+                roman, value = roman + letters, value - worth
+        forms.append(roman)
+    return forms
+
+
+def _shows_number(text: str, form: str) -> bool:
+    """The number stands alone in text, or opens a longer version ("3" in "3.12"), but is
+    not part of another number ("2022" is not in "2,022", nor "202" in "2022")."""
+    if not form[:1].isdigit():
+        return re.search(rf"(?<!\w){form}(?!\w)", text) is not None
+    return re.search(rf"(?<![\d.,]){re.escape(form)}(?!\d|,\d)", text) is not None
+
+
+def _shows_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(word)}", text) is not None

@@ -38,6 +38,9 @@ FIRST_CITATION_CHARS = 140
 # decoding repeats ". [1]" up to MAX_CITATIONS times (docs/questions.md).
 MIN_SENTENCE_CHARS = 6
 MAX_CITATIONS = 8
+# An explanation's first citation is one of its first quotes (agent.answer_rules): each
+# one the grammar allows there copies the rest of the answer's grammar.
+LEAD_QUOTES = 3
 # After the last citation, its full stop. Unbounded, a looping policy wrote on there to the
 # token limit ("json.dumps\")) [1].to_json() [1]… (json.dumps) — dumps JSON", v10, v11).
 MAX_TAIL_CHARS = 3
@@ -184,9 +187,10 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int
     so is new at every answer, and that run is unbounded: bounded, it would take ~1 s to
     compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py).
 
-    distinct=2 (an explanation, agent.answer_rules) asks for a later sentence that cites a
-    quote other than the first sentence's, when there are two quotes to cite; the first
-    sentence is shared by the alternatives, so its bounded run is compiled once."""
+    distinct=2 (an explanation, agent.answer_rules) asks, when there are two quotes to
+    cite, for a sentence among the first five that cites a quote other than the first
+    sentence's, which cites one of the first LEAD_QUOTES; the first sentence is shared by
+    the alternatives, so its bounded run is compiled once."""
     cite = _citation(range(1, len(quotes) + 1))
     text = ANSWER_TEXT
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
@@ -201,12 +205,18 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int
     if distinct < 2 or len(quotes) < 2:
         more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
         return f"{first}{cite}{more}{tail}"
-    # first cites [i]; then up to `half` sentences citing any, one citing another than
-    # [i], and up to `half` more: at most MAX_CITATIONS citations in all
+    # The first sentence cites [i], one of the first LEAD_QUOTES quotes; up to `half`
+    # sentences citing any follow, then one citing another quote than [i], then up to
+    # `half` more: 2 to MAX_CITATIONS citations, the other quote among the first
+    # half + 2 (2-5 sentences is WebGPT's length). Each lead is a copy of `more`, so
+    # LEAD_QUOTES bounds the grammar however many quotes there are.
     half = (MAX_CITATIONS - 2) // 2
     more = f"({sentence}{cite}){{0,{half}}}"
     indices = range(1, len(quotes) + 1)
-    then = [f"\\[{i}\\]{more}{sentence}{_citation(j for j in indices if j != i)}" for i in indices]
+    then = [
+        f"\\[{i}\\]{more}{sentence}{_citation(j for j in indices if j != i)}"
+        for i in indices[:LEAD_QUOTES]
+    ]
     return f"{first}{_alternatives(then)}{more}{tail}"
 
 

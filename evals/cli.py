@@ -194,6 +194,8 @@ def _gate_evaluation(
         "limit": args.limit,
         "temperature": episode.temperature,
         "guided": episode.guided,
+        "explanation_quotes": episode.explanation_quotes,
+        "grounded_declines": episode.grounded_declines,
         "max_actions": session.max_actions,
         "policy_url": args.policy_url,
         "store": str(args.store) if args.store else None,

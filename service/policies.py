@@ -152,16 +152,16 @@ def _no_such_route(response: httpx.Response) -> bool:
         return True
 
 
-async def run_canaries(policy: OpenAIPolicy, web: Web, questions: list[str]) -> None:
+async def run_canaries(
+    policy: OpenAIPolicy, web: Web, questions: list[str], episode: EpisodeConfig
+) -> None:
     """Raise CanaryFailed unless every canary episode is clean and ends in a cited answer."""
     for question in questions:
         cache = web.new_cache()
         session = web.session(cache, SessionConfig(max_actions=CANARY_MAX_ACTIONS))
         try:
             async with asyncio.timeout(CANARY_TIMEOUT_S):
-                result = await run_episode(
-                    0, session, policy, question, EpisodeConfig(temperature=0.0)
-                )
+                result = await run_episode(0, session, policy, question, episode)
         except Exception as error:  # the version cannot run an episode at all
             raise CanaryFailed(f"{policy.name}: canary {question!r} failed: {error!r}") from error
         finally:
@@ -311,6 +311,8 @@ class PolicyVersions:
     canaries: list[str]
     process: RunningServer | None = None  # the local vLLM server, when the service started it
     launcher: Launcher | None = None  # full-weight versions; None: they are refused
+    # How canaries are answered: greedy, under the service's answer rules
+    canary_episode: EpisodeConfig = field(default_factory=lambda: EpisodeConfig(temperature=0.0))
 
     # Adapters brought up on the LoRA server, by version: what keep_served loads again.
     adapters: dict[str, tuple[Manifest, Path]] = field(default_factory=dict)
@@ -363,7 +365,7 @@ class PolicyVersions:
                 await self.launcher.start(folder, manifest.version), manifest.version
             )
         try:
-            await run_canaries(policy, self.web, self.canaries)
+            await run_canaries(policy, self.web, self.canaries, self.canary_episode)
         except BaseException:
             await self.retire(policy)
             raise

@@ -6,6 +6,7 @@ import os
 
 import uvicorn
 
+from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import default_policy_server
 from webgpt.agent.openai_policy import OpenAIPolicy
@@ -69,9 +70,14 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
         raise ConfigurationError(
             f"{alias} names no version: `webgpt model publish` one and `webgpt model promote` it"
         )
+    canary = EpisodeConfig(
+        temperature=0.0,
+        explanation_quotes=settings.explanation_quotes,
+        grounded_declines=settings.grounded_declines,
+    )
     if settings.policy_url is not None and settings.policy_model is not None:
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
-        return PolicyVersions(server, web, settings.policy_canaries)
+        return PolicyVersions(server, web, settings.policy_canaries, canary_episode=canary)
     share, launch_share = settings.policy_gpu_memory_share, settings.policy_launch_gpu_memory_share
     gpus = settings.policy_launch_gpus
     check_gpu_shares(share, launch_share, gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -84,7 +90,9 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
         cpus = settings.policy_launch_cpus or spare_cpu()
         launcher = VLLMLauncher(cpu_bind=cpus, gpu_memory_share=launch_share, gpus=gpus)
     server = LoRAServer(running.url, base, max_rank=rank)
-    return PolicyVersions(server, web, settings.policy_canaries, running, launcher)
+    return PolicyVersions(
+        server, web, settings.policy_canaries, running, launcher, canary_episode=canary
+    )
 
 
 def serve(settings: ServiceSettings) -> None:

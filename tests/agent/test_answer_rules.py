@@ -27,6 +27,7 @@ EXPLANATIONS = [
     "how long was a cubit and why was it used",  # a fact, and then an explanation
     "Who was Ada Lovelace?",
     "what do the geneva conventions do",
+    "What’s the difference between a crow and a raven",
 ]
 FACTS = [
     "How many people live in Tokyo?",
@@ -86,6 +87,13 @@ def test_a_number_stands_in_a_quote_and_a_name_on_a_quoted_page() -> None:
     assert unshown_names("What is Hangul called in North Korea?", korean) == ["North"]
     # ...but not one that it merely contains
     assert unshown_names("Where is Tesvara?", [quoted("The Vara river.")]) == ["Tesvara"]
+    # small numbers as words and Roman numerals, versions, accents, apostrophes
+    assert unshown_names("When did World War 2 end?", [quoted("World War II ended.")]) == []
+    assert unshown_names("What are the 3 branches?", [quoted("There are three.")]) == []
+    python3 = [quoted("x", title="Python 3.12.1 documentation")]
+    assert unshown_names("how do i read a file in Python 3", python3) == []
+    assert unshown_names("Who was Dvorak?", [quoted("Antonín Dvořák was a composer.")]) == []
+    assert unshown_names("Who was Flann O’Brien?", [quoted("Flann O'Brien wrote.")]) == []
     # a name may stand anywhere on a quoted page
     edward = [quoted("Edward I was Lord of Ireland.", title="Edward I of England")]
     hammer = "Which English king was called the Hammer of the Scots?"
@@ -132,6 +140,15 @@ def test_an_explanation_s_answer_cites_two_quotes_in_two_sentences() -> None:
     # with one quote there is one to cite
     one = cited_answer_regex("How do crows know faces?", quotes[:1], distinct=2)
     assert re.fullmatch(one, "Crows are birds [1].")
+    # the first citation is one of the first LEAD_QUOTES (3) quotes: the grammar has a
+    # copy of its rest for each of those only
+    five = [quoted(f"Crows know {n} faces.") for n in ("two", "three", "four", "five", "six")]
+    lead = cited_answer_regex("How do crows know faces?", five, distinct=2)
+    assert re.fullmatch(lead, "Crows know faces [3]. They are birds [5].")
+    assert not re.fullmatch(lead, "Crows know faces [4]. They are birds [5].")
+    many = [quoted(f"Crows are birds, rook {n}.") for n in range(20)]
+    twenty, ten = (len(cited_answer_regex("How?", many[:n], distinct=2)) for n in (20, 10))
+    assert twenty < 2 * ten  # linear in the quotes, not quadratic
     # citations stay at most MAX_CITATIONS (8): 1 + 3 + 1 + 3
     eight = "A crow is a bird [1]." + " A crow [1]." * 3 + " A rook [2]." + " A crow [1]." * 3
     assert re.fullmatch(grammar, eight)
@@ -176,3 +193,24 @@ def test_answer_rules_are_checked() -> None:
     assert EpisodeConfig(explanation_quotes=1).quotes_wanted("Why do crows?") == 1
     assert EpisodeConfig(guided=False).quotes_wanted("Why do crows remember faces?") == 1
     assert EpisodeConfig().quotes_wanted("Who won the 2030 FIFA World Cup?") == 1
+
+
+async def test_an_episode_holds_an_explanation_to_two_quotes_and_two_citations(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """run_episode passes the rule to both grammars: after one quote the browsing grammar
+    offers no End: Answer, and the answer grammar wants the second quote cited."""
+    second = "Crows can recognise individual human faces and remember them for years."
+    script.commands = [*CROW_EPISODE[:3], f"Quote: {second}", "End: Answer"]
+    script.answers = ["Crows are birds [1]. They remember faces [2]."]
+    question = "How do crows recognise faces?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert result.answer == "Crows are birds [1]. They remember faces [2]."
+    browsing = [r for r in script.requests if not r.get("stream")]
+    [answering] = [r for r in script.requests if r.get("stream")]
+    after_one_quote = browsing[3]["structured_outputs"]["regex"]
+    assert not re.fullmatch(after_one_quote, "End: Answer\n")
+    assert re.fullmatch(browsing[4]["structured_outputs"]["regex"], "End: Answer\n")
+    cited = answering["structured_outputs"]["regex"]
+    assert re.fullmatch(cited, "Crows are birds [1]. They remember faces [2].■")
+    assert not re.fullmatch(cited, "Crows are birds [1]. Crows are birds [1].■")
