@@ -42,6 +42,12 @@ _CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
 _CAPITALISED = re.compile(r"[A-Z][\w'’]*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NOT_NAMES = frozenset({"I"})
+# How a page may write a small number: as a word, or a Roman numeral
+_NUMBER_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+)  # fmt: skip
+_ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
 
 
 def asks_for_explanation(question: str) -> bool:
@@ -121,13 +127,6 @@ def _fold(text: str) -> str:
     """Text compared without case, accents or the kind of apostrophe."""
     decomposed = unicodedata.normalize("NFKD", text.replace("’", "'"))
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-_NUMBER_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve",
-)  # fmt: skip
-_ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
 
 
 def _number_forms(number: str) -> list[str]:
