@@ -425,3 +425,26 @@ async def test_an_adapter_above_the_server_s_rank_is_refused_before_vllm_sees_it
     await server.load(load_manifest(registry.root / "r16"), registry.root / "r16")
 
     assert set(script.adapters) == {"r16"}
+
+
+async def test_canaries_are_answered_under_the_service_s_answer_rules(
+    offline_store: Path, tmp_path: Path
+) -> None:
+    """A version's canaries run as the service answers (greedy), under its answer rules: a
+    canary naming what its quotes do not show fails a version only where the service too
+    would decline it."""
+    web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
+    try:
+        for grounded, quotes in ((True, 2), (False, 1)):
+            settings = ServiceSettings(
+                policy_url="http://127.0.0.1:9/v1",
+                policy_model="scripted",
+                policy_checkpoint=tmp_path,
+                grounded_declines=grounded,
+                explanation_quotes=quotes,
+            )
+            canary = policy_versions(settings, web, None).canary_episode
+            assert (canary.temperature, canary.guided) == (0.0, True)
+            assert (canary.grounded_declines, canary.explanation_quotes) == (grounded, quotes)
+    finally:
+        await web.aclose()
