@@ -104,17 +104,16 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     dotted code name by its last part. A word counts as shown where it opens a word of
     theirs ("Korea" in "Korean"), accents and the kind of apostrophe aside ("Dvorak" in
     "Dvořák")."""
+    names = named_things(question)
+    if not names:  # most lower-case questions: no page needs reading
+        return []
     quoted = _fold("\n".join(f"{q.title}\n{q.extract}" for q in quotes))
-    around = "\n".join([quoted, *(_fold(page) for page in pages)])
-    unshown = []
-    for name in named_things(question):
-        if name[:1].isdigit():
-            shown = any(_shows_number(quoted, form) for form in _number_forms(name))
-        else:
-            shown = _shows_word(around, _fold(_as_shown(name)))
-        if not shown:
-            unshown.append(name)
-    return unshown
+    numbers = [n for n in names if n[:1].isdigit()]
+    words = [n for n in names if not n[:1].isdigit()]
+    around = "\n".join([quoted, *(_fold(page) for page in pages)]) if words else quoted
+    shown = {n for n in numbers if any(_shows_number(quoted, f) for f in _number_forms(n))}
+    shown |= {w for w in words if _shows_word(around, _fold(_as_shown(w)))}
+    return [name for name in names if name not in shown]
 
 
 def _as_shown(name: str) -> str:

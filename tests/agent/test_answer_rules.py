@@ -214,3 +214,13 @@ async def test_an_episode_holds_an_explanation_to_two_quotes_and_two_citations(
     cited = answering["structured_outputs"]["regex"]
     assert re.fullmatch(cited, "Crows are birds [1]. They remember faces [2].■")
     assert not re.fullmatch(cited, "Crows are birds [1]. Crows are birds [1].■")
+
+
+@pytest.mark.parametrize("question", ["", "   ", "???", "-- '' ’s", "A" * 2000, "Why " * 500])
+def test_broken_questions_are_read_without_error(question: str) -> None:
+    """Empty, punctuation-only and longest-allowed questions: a plain reading, no error."""
+    assert asks_for_explanation(question) in (True, False)
+    names = named_things(question)
+    assert unshown_names(question, [quoted("Crows are birds.")], ["Crow page"]) == [
+        n for n in names if n.casefold() not in "crows are birds crow page"
+    ]
