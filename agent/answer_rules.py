@@ -1,5 +1,5 @@
-"""What a question asks, read from its words: whether it wants an explanation, and what it
-names that the quotes collected for it must show.
+"""What a question asks, read from its words: whether it wants an explanation or a
+quantity, and what it names that the quotes collected for it must show.
 
 Two rules of guided decoding rest on this reading (agent.episode, docs/questions.md,
 "Answer rules"): a how/why question browses until it holds two quotes and its answer cites
@@ -18,13 +18,22 @@ _CONTRACTED_IS = re.compile(r"\b(what|who|how|where|when|why)'s\b")  # "what's" 
 _CLAUSES = re.compile(r",? and (?=(?:what|why|how|who|where|when|which)\b)")
 _EXPLAIN_OPENINGS = re.compile(
     r"^(?:why|explain|describe|tell me|what should i know|what happens|what happened"
-    r"|what causes|what caused|what makes|what made"
+    r"|what causes|what caused|what makes|what made|what counts as|what does it mean"
     r"|how (?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|to|come)\b"
     r"|what (?:is|are|was|were) the (?:symptoms|causes|effects|consequences|advantages"
     r"|disadvantages|benefits|uses|difference|differences|purpose|significance|history|role)\b)"
 )
-# "What is X used for?", "what was X like", "what did X do": asks about what X is or does.
-_EXPLAIN_ENDINGS = re.compile(r"\b(?:used for|known for|like|about|made|made from|made of|do)$")
+# "What is X used for?", "what was X like", "what did X do", "what topics do X deal with":
+# asks about what X is or does.
+_EXPLAIN_ENDINGS = re.compile(
+    r"\b(?:used for|known for|like|about|made|made from|made of|do|based on|deal with"
+    r"|(?:have|has|had) to do with(?: each other)?)$"
+)
+_QUANTITY = re.compile(
+    r"\bhow (?:many|much|big|long|tall|wide|far|old|deep|high|large|heavy|fast|hot|cold)\b"
+    r"|\b(?:what|which) year\b|\bsince when\b|\bwhat (?:percentage|proportion|fraction)\b"
+    r"|\bwhat (?:is|was|are|were) the (?:population|area|length|height|size|percentage|share)\b"
+)
 # "What is X?", "Who was X?": a definition, unless X is a relation ("the capital of France",
 # "Hangul called in North Korea", "Mozart's shoe size"), a superlative or a number.
 _WHAT_IS = re.compile(r"^(?:what|who) (?:is|are|was|were) (?P<subject>.+)$")
@@ -75,6 +84,14 @@ def _explains(clause: str) -> bool:
         and not _RELATION_WORDS.intersection(words)
         and not any(w[:1].isdigit() or w.endswith(("est", "'s", "’s")) for w in words)
     )
+
+
+def asks_for_quantity(question: str) -> bool:
+    """Whether the question asks how many, how much or in what year: an answer that states
+    no number does not answer it ("How big is the Arabian Desert?" answered "The Arabian
+    Desert is a vast desert wilderness in West Asia [1].")."""
+    text = " ".join(question.strip().lower().replace("’", "'").split())
+    return _QUANTITY.search(_CONTRACTED_IS.sub(r"\1 is", text)) is not None
 
 
 def named_things(question: str) -> list[str]:

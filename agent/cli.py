@@ -5,6 +5,7 @@ import asyncio
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult, Scorer
 from webgpt.agent.episode import EpisodeConfig
@@ -53,6 +54,20 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         help="answer even when the question names something (a year, a name) no quote shows",
     )
     parser.add_argument(
+        "--quantity-numbers",
+        action="store_true",
+        help="a how-many or what-year question's answer states a number its quotes show "
+        '(docs/questions.md, "Relevant quotes and stated numbers")',
+    )
+    parser.add_argument(
+        "--relevant-quotes",
+        type=_quote_count,
+        default=0,
+        metavar="K",
+        help="a Quote may take only the K sentences in view that bear most on the question "
+        '(default 0: any; docs/questions.md, "Relevant quotes and stated numbers")',
+    )
+    parser.add_argument(
         "--decline-threshold",
         type=_probability,
         default=None,
@@ -61,6 +76,23 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         "else answer with citations; default: the sampled answer decides "
         '(docs/questions.md, "A decline threshold")',
     )
+
+
+def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
+    """The EpisodeConfig fields that add_answer_rules' options set."""
+    return {
+        "decline_threshold": args.decline_threshold,
+        "explanation_quotes": args.explanation_quotes,
+        "grounded_declines": not args.no_grounded_declines,
+        "relevant_quotes": args.relevant_quotes or None,
+        "quantity_numbers": args.quantity_numbers,
+    }
+
+
+def _quote_count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of quotes, 0 for any")
+    return int(text)
 
 
 def _probability(text: str) -> float:
@@ -258,9 +290,7 @@ async def _answer_async(
             temperature=args.temperature,
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
-            decline_threshold=args.decline_threshold,
-            explanation_quotes=args.explanation_quotes,
-            grounded_declines=not args.no_grounded_declines,
+            **answer_rules(args),
         ),
         session=SessionConfig(max_actions=args.max_actions),
     )

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from webgpt.agent.answer_rules import asks_for_explanation, unshown_names
+from webgpt.agent.answer_rules import asks_for_explanation, asks_for_quantity, unshown_names
 from webgpt.agent.declines import DECLINE_CLAUSE_REGEX, DECLINE_PREFIX, is_declined, uncited_decline
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.grammar import (
@@ -58,12 +58,21 @@ class EpisodeConfig:
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
+    # Two opt-in rules, measured but not adopted (docs/questions.md, "Relevant quotes and
+    # stated numbers"): a Quote may take only this many of the sentences in view, those
+    # that bear most on the question (agent.relevance; None: any of them); and a question
+    # asking how many or how much answers with a number a quote shows and the question
+    # does not, where a quote shows one (agent.answer_rules.asks_for_quantity).
+    relevant_quotes: int | None = None
+    quantity_numbers: bool = False
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
             raise ValueError(f"decline_threshold {self.decline_threshold}: give 0 to 1")
         if self.explanation_quotes not in (1, 2):
             raise ValueError(f"explanation_quotes {self.explanation_quotes}: give 1 or 2")
+        if self.relevant_quotes is not None and self.relevant_quotes < 1:
+            raise ValueError(f"relevant_quotes {self.relevant_quotes}: give 1 or more, or None")
 
     def quotes_wanted(self, question: str) -> int:
         """How many quotes the question's browsing should collect and its answer cite."""
@@ -133,15 +142,24 @@ def answer_sampling(
     question: str,
     quotes: Sequence[Quoted],
     branch: AnswerBranch = "either",
+    *,
+    bounded: bool = False,
 ) -> Sampling:
     """How the answer to the question is sampled from the answer-phase prompt of its quotes:
     a cited answer or a decline, or one of them alone; the decline's rest after
-    DECLINE_OPENING, which the prompt then ends with."""
+    DECLINE_OPENING, which the prompt then ends with. bounded: the first citation within
+    reach wherever the quotes show numbers (grammar.cited_answer_regex)."""
     if branch == "decline":
         regex = f" {DECLINE_CLAUSE_REGEX}"
     else:
         cited = answer_regex if branch == "either" else cited_answer_regex
-        regex = cited(question, quotes, distinct=config.quotes_wanted(question))
+        regex = cited(
+            question,
+            quotes,
+            distinct=config.quotes_wanted(question),
+            states_number=config.quantity_numbers and asks_for_quantity(question),
+            bounded=bounded,
+        )
     return Sampling(
         n=1,
         temperature=config.temperature,
@@ -177,6 +195,7 @@ async def run_episode(
                     allow_refusal=config.allow_refusal,
                     force_finish=config.force_finish,
                     min_quotes=config.quotes_wanted(question),
+                    relevant_quotes=config.relevant_quotes,
                 ),
                 COMMAND_STOP[0],
             )
@@ -253,25 +272,46 @@ async def write_answer(
         declines = result.decline_probability >= config.decline_threshold
         branch = "decline" if declines else "cited"
     sampling = answer_sampling(config, session.question, session.quotes, branch)
-    parts: list[str] = []
+    opening = ""
     if branch == "decline":
-        parts.append(DECLINE_OPENING)
+        opening = DECLINE_OPENING
         prompt += DECLINE_OPENING
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text=DECLINE_OPENING))
+    text, finish = await _stream_answer(result, policy, prompt, sampling, emit)
+    answer, result.dangling_citations = served_answer(opening + text, len(session.quotes))
+    if config.guided and finish == "length" and not CITATION.search(answer):
+        # Cut at the token limit before its first citation: the policy looped in a first
+        # sentence the grammar leaves unbounded ("atexit — atexit — ..."). Once more, its
+        # first citation within reach; the trace shows both drafts.
+        if emit is not None:
+            await emit(AnswerDeltaEvent(episode=result.episode, text="\n"))
+        sampling = answer_sampling(config, session.question, session.quotes, branch, bounded=True)
+        text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
+        answer, result.dangling_citations = served_answer(opening + text, len(session.quotes))
+    result.timings.policy_s += time.perf_counter() - clock
+    result.answer = answer
+    if is_declined(answer):  # it cites nothing, so it has no references
+        result.references = []
+
+
+async def _stream_answer(
+    result: EpisodeResult, policy: Policy, prompt: str, sampling: Sampling, emit: Emit | None
+) -> tuple[str, str | None]:
+    """The text the policy writes after prompt, streamed to emit, and why it ended ("length":
+    at max_tokens); its tokens into result."""
+    parts: list[str] = []
+    finish = None
     async for chunk in policy.stream(prompt, sampling):
         if chunk.usage is not None:
             result.usage += chunk.usage
+        finish = chunk.finish_reason or finish
         if not chunk.text:
             continue
         parts.append(chunk.text)
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text=chunk.text))
-    result.timings.policy_s += time.perf_counter() - clock
-    answer, result.dangling_citations = served_answer("".join(parts), len(session.quotes))
-    result.answer = answer
-    if is_declined(answer):  # it cites nothing, so it has no references
-        result.references = []
+    return "".join(parts), finish
 
 
 async def decline_probability(policy: Policy, answer_prompt: str) -> tuple[float, Usage]:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
+from webgpt.agent.relevance import most_relevant
 from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
@@ -102,12 +103,17 @@ def browsing_regex(
     allow_refusal: bool = False,
     force_finish: bool = True,
     min_quotes: int = 1,
+    relevant_quotes: int | None = None,
 ) -> str:
     """The commands that make sense in the session's current state. Browsing ends once it
     holds min_quotes quotes, or one when its actions are running out; a sentence quoted
-    already is not offered again."""
+    already is not offered again, and with relevant_quotes K only the K in view that bear
+    most on the question are offered (agent.relevance)."""
     held = {q.extract for q in session.quotes}
     quotes = [q for q in quote_choices(session) if q not in held]
+    if relevant_quotes is not None:
+        page_text = session.page.text_index.text
+        quotes = most_relevant(session.question, quotes, page_text, relevant_quotes)
     link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
     quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
     click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
@@ -169,13 +175,30 @@ def shown_numbers(question: str, quotes: Sequence[Quoted]) -> list[str]:
     return sorted({n for text in texts for n in NUMBER.findall(text)}, key=lambda n: (len(n), n))
 
 
-def answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
+def answer_regex(
+    question: str,
+    quotes: Sequence[Quoted],
+    *,
+    distinct: int = 1,
+    states_number: bool = False,
+    bounded: bool = False,
+) -> str:
     """A cited answer (cited_answer_regex) or a decline (agent.declines), which cites
     nothing."""
-    return f"({cited_answer_regex(question, quotes, distinct=distinct)}|{DECLINE_REGEX})"
+    cited = cited_answer_regex(
+        question, quotes, distinct=distinct, states_number=states_number, bounded=bounded
+    )
+    return f"({cited}|{DECLINE_REGEX})"
 
 
-def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
+def cited_answer_regex(
+    question: str,
+    quotes: Sequence[Quoted],
+    *,
+    distinct: int = 1,
+    states_number: bool = False,
+    bounded: bool = False,
+) -> str:
     """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
     square brackets, no number that the question and quotes do not show, and at most
     MAX_TAIL_CHARS after the last citation.
@@ -190,7 +213,16 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int
     distinct=2 (an explanation, agent.answer_rules) asks, when there are two quotes to
     cite, for a sentence among the first five that cites a quote other than the first
     sentence's, which cites one of the first LEAD_QUOTES; the first sentence is shared by
-    the alternatives, so its bounded run is compiled once."""
+    the alternatives, so its bounded run is compiled once.
+
+    states_number (a question asking how many or how much, agent.answer_rules) asks the
+    first sentence for a number that a quote shows and the question does not, where there
+    is one.
+
+    bounded: the first citation comes within FIRST_CITATION_CHARS characters and numbers
+    even where they show numbers, for an answer written again after one that ran on to
+    the token limit uncited ("atexit — atexit — atexit — ...", agent.episode.write_answer):
+    each unit of its bounded run is a character or a number and the character after it."""
     cite = _citation(range(1, len(quotes) + 1))
     text = ANSWER_TEXT
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
@@ -198,9 +230,18 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int
     numbers = shown_numbers(question, quotes)
     if numbers:
         # Text follows each number, so two numbers never run together into a third one.
-        numbered = f"({_alternatives([_literal(n) for n in numbers])}{text}+)+"
+        number = _alternatives([_literal(n) for n in numbers])
+        numbered = f"({number}{text}+)+"
         first = f"({text}{{10,}}|{text}*{numbered})"
         sentence = f"({sentence}|{text}+{numbered})"
+        shown = f"({text}|{number}{text})"  # a character, or a number and one after it
+        if bounded:
+            first = f"{shown}{{10,{FIRST_CITATION_CHARS}}}"
+        asked = set(NUMBER.findall(question))
+        found = [_literal(n) for n in numbers if n not in asked]
+        if states_number and found:
+            run = f"{{0,{FIRST_CITATION_CHARS}}}" if bounded else "*"
+            first = f"{shown}{run}{_alternatives(found)}{text}{shown}{run}"
     tail = f"{text}{{0,{MAX_TAIL_CHARS}}}"
     if distinct < 2 or len(quotes) < 2:
         more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"

@@ -92,7 +92,8 @@ class TransformersPolicy:
 
     async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         result = await self.complete(prompt, sampling)
-        yield StreamChunk(result.choices[0].text, result.usage)
+        choice = result.choices[0]
+        yield StreamChunk(choice.text, result.usage, choice.finish_reason)
 
     async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
         """The prompt and continuation tokenized together, as a serving engine does; the

@@ -111,15 +111,16 @@ class OpenAIPolicy:
                     break
                 try:
                     chunk = json.loads(data)
-                    delta = chunk["choices"][0].get("text", "") if chunk.get("choices") else ""
+                    choice = chunk["choices"][0] if chunk.get("choices") else {}
+                    delta, finish = choice.get("text", ""), choice.get("finish_reason")
                     usage = chunk.get("usage")
                     used = (
                         Usage(usage["prompt_tokens"], usage["completion_tokens"]) if usage else None
                     )
                 except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
                     raise PolicyResponseError(f"malformed stream chunk: {data[:200]}") from error
-                if delta or used is not None:
-                    yield StreamChunk(delta, used)
+                if delta or used is not None or finish:
+                    yield StreamChunk(delta, used, finish)
         except httpx.TimeoutException as error:
             raise PolicyTimeout("the policy server stopped sending mid-stream") from error
         except httpx.HTTPError as error:

@@ -45,6 +45,7 @@ class Usage:
 class StreamChunk:
     text: str
     usage: Usage | None = None  # on the last chunk, when the server reports it
+    finish_reason: str | None = None  # on the chunk that ends it: "stop", "length", ...
 
 
 @dataclass(frozen=True)

@@ -74,21 +74,31 @@ def browsing_before(regex: str) -> str:
     return regex
 
 
-async def page_grammars() -> list[str]:
-    """The browsing grammars of an episode's first steps on a real page."""
+async def page_grammars(relevant_quotes: int | None = None) -> tuple[list[str], float]:
+    """The browsing grammars of an episode's first steps on a real page, and the mean
+    seconds building one took (with relevant quotes: ranking the sentences in view)."""
     web = Web(WebOptions(offline_only=True, js_mode="never"))
     cache = web.new_cache()
     session = web.session(cache, SessionConfig(max_actions=20))
     session.reset("How does a refrigerator keep food cold?")
-    grammars = [browsing_regex(session)]
+    grammars: list[str] = []
+    build_s = 0.0
+
+    def build() -> None:
+        nonlocal build_s
+        started = time.perf_counter()
+        grammars.append(browsing_regex(session, relevant_quotes=relevant_quotes))
+        build_s += time.perf_counter() - started
+
     try:
+        build()
         for command in ("Search refrigerator", "Clicked on link 0", "Scrolled down 1"):
             await session.step(command)
-            grammars.append(browsing_regex(session))
+            build()
     finally:
         await cache.aclose()
         await web.aclose()
-    return grammars
+    return grammars, build_s / len(grammars)
 
 
 def main() -> None:
@@ -116,23 +126,38 @@ def main() -> None:
             assert matcher.accept_token(token), tokenizer.decode([token])
         return 1000 * (time.perf_counter() - started) / len(tokens)
 
-    browsing = [with_stop(g, "\n") for g in asyncio.run(page_grammars())]
+    every, build_s = asyncio.run(page_grammars())
+    relevant, relevant_build_s = asyncio.run(page_grammars(relevant_quotes=1))
+    browsing = [with_stop(g, "\n") for g in every]
     plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
     numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
+    # a how-many or what-year question states a number a quote shows (agent.answer_rules)
+    stating = with_stop(answer_regex(WEBSTER, NUMBERS, states_number=True), "■")
+    # an answer written again after one ran on uncited (agent.episode.write_answer)
+    again = with_stop(answer_regex(WEBSTER, NUMBERS, bounded=True), "■")
     # an explanation's answer cites two quotes (agent.answer_rules): one copy of the rest
     # of the grammar for each quote its first sentence may cite
     explained = with_stop(answer_regex(WEBSTER, NUMBERS, distinct=2), "■")
     rows = [
         ("browsing step (4 steps, mean)", browsing, [browsing_before(g) for g in browsing]),
+        (
+            "  with relevant quotes 1",
+            [with_stop(g, "\n") for g in relevant],
+            [browsing_before(with_stop(g, "\n")) for g in relevant],
+        ),
         ("answer, 1 quote, no number", [plain], [with_stop(answer_regex_before(1), "■")]),
         ("answer, 3 quotes, 6 numbers", [numbered], [numbers_bounded(numbered)]),
+        ("  stating a number (quantity)", [stating], []),
+        ("  written again (bounded)", [again], []),
         ("explanation, 3 quotes, 6 numbers", [explained], [numbers_bounded(explained)]),
     ]
     print(f"{'grammar':32} {'now':>8} {'bounded':>8}")
     for name, now, before in rows:
         now_s = statistics.mean(seconds(g) for g in now)
-        before_s = statistics.mean(seconds(g) for g in before)
-        print(f"{name:32} {now_s:7.2f}s {before_s:7.2f}s")
+        before_s = f"{statistics.mean(seconds(g) for g in before):7.2f}s" if before else "-"
+        print(f"{name:32} {now_s:7.2f}s {before_s:>8}")
+    print(f"building a browsing grammar: {1000 * build_s:.1f} ms, "
+          f"{1000 * relevant_build_s:.1f} ms with relevant quotes 1")  # fmt: skip
     print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
           f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded, "
           f"{mask_ms(explained, ANSWER):.2f} ms as an explanation")  # fmt: skip

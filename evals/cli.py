@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webgpt.agent.cli import REGISTRY_HELP, add_answer_rules, registry_of
+from webgpt.agent.cli import REGISTRY_HELP, add_answer_rules, answer_rules, registry_of
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
 from webgpt.agent.model import DEFAULT_REWARD, reward_model_folder
@@ -196,6 +196,8 @@ def _gate_evaluation(
         "guided": episode.guided,
         "explanation_quotes": episode.explanation_quotes,
         "grounded_declines": episode.grounded_declines,
+        "relevant_quotes": episode.relevant_quotes,
+        "quantity_numbers": episode.quantity_numbers,
         "max_actions": session.max_actions,
         "policy_url": args.policy_url,
         "store": str(args.store) if args.store else None,
@@ -272,9 +274,7 @@ def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, Session
     episode = EpisodeConfig(
         temperature=args.temperature,
         guided=not args.no_guided,
-        decline_threshold=args.decline_threshold,
-        explanation_quotes=args.explanation_quotes,
-        grounded_declines=not args.no_grounded_declines,
+        **answer_rules(args),
     )
     return episode, SessionConfig(max_actions=args.max_actions)
 

@@ -70,11 +70,7 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
         raise ConfigurationError(
             f"{alias} names no version: `webgpt model publish` one and `webgpt model promote` it"
         )
-    canary = EpisodeConfig(
-        temperature=0.0,
-        explanation_quotes=settings.explanation_quotes,
-        grounded_declines=settings.grounded_declines,
-    )
+    canary = EpisodeConfig(temperature=0.0, **settings.answer_rules())
     if settings.policy_url is not None and settings.policy_model is not None:
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
         return PolicyVersions(server, web, settings.policy_canaries, canary_episode=canary)

@@ -209,8 +209,7 @@ class AnswerService:
         return EpisodeConfig(
             temperature=temperature,
             decline_threshold=self.settings.decline_threshold,
-            explanation_quotes=self.settings.explanation_quotes,
-            grounded_declines=self.settings.grounded_declines,
+            **self.settings.answer_rules(),
         )
 
     def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:

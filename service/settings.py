@@ -3,7 +3,7 @@
 import ipaddress
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -71,6 +71,11 @@ class ServiceSettings(Settings):
     # what no quote shows.
     explanation_quotes: int = Field(default=2, ge=1, le=2)
     grounded_declines: bool = True
+    # Opt-in rules, measured but not adopted (docs/questions.md, "Relevant quotes and stated
+    # numbers"): a Quote takes only this many of the sentences in view that bear most on the
+    # question (0: any), and a how-many question answers with a number a quote shows.
+    relevant_quotes: int = Field(default=0, ge=0, le=100)
+    quantity_numbers: bool = False
     reward_model: Path | None = None  # None: n must be 1
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and
     # reward_model names its checkpoint folder, of which only the manifest is read.
@@ -126,6 +131,16 @@ class ServiceSettings(Settings):
     # outcome for this long (per replica, at most max_idempotent_answers kept).
     idempotency_ttl_s: float = Field(default=600.0, gt=0)
     max_idempotent_answers: int = Field(default=1024, ge=1)
+
+    def answer_rules(self) -> dict[str, Any]:
+        """The EpisodeConfig fields of the answer rules of guided decoding, for answers and
+        for a new policy version's canaries alike."""
+        return {
+            "explanation_quotes": self.explanation_quotes,
+            "grounded_declines": self.grounded_declines,
+            "relevant_quotes": self.relevant_quotes or None,
+            "quantity_numbers": self.quantity_numbers,
+        }
 
     def database(self) -> str | Path:
         if self.database_url is not None:

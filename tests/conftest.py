@@ -50,7 +50,8 @@ ARTICLES = {
     },
     "Raven": {
         "title": "Raven",
-        "extract": "The Raven is a large Corvus species, bigger than the Crow.",
+        "extract": "The Raven is a large Corvus species, bigger than the Crow. Ravens live "
+        "up to 21 years in the wild.",
         "description": "Bird",
     },
 }

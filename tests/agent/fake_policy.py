@@ -30,6 +30,7 @@ class Script:
     model: str = "scripted"
     default_command: str = "End: Nonsense"
     oracle_quote: str | None = None  # with no commands left, browse by reading the page
+    cut_answers: set[str] = field(default_factory=set)  # streamed as cut at max_tokens
     delay_s: float = 0.0  # every request waits this long (a slow policy)
     # vLLM's runtime LoRA API: adapters loaded by name (served beside `model`), and the
     # names whose completions are garbage (a version that fails its canaries).
@@ -215,7 +216,13 @@ def fake_policy_app(script: Script) -> Starlette:
                 "id": "cmpl-1",
                 "object": "text_completion",
                 "model": script.model,
-                "choices": [{"index": 0, "text": "", "finish_reason": "stop"}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": "",
+                        "finish_reason": "length" if text in script.cut_answers else "stop",
+                    }
+                ],
             }
             yield f"data: {json.dumps(final)}\n\n".encode()
             usage = {

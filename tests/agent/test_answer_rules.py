@@ -7,11 +7,17 @@ import pytest
 
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE, quoted
-from webgpt.agent.answer_rules import asks_for_explanation, named_things, unshown_names
+from webgpt.agent.answer_rules import (
+    asks_for_explanation,
+    asks_for_quantity,
+    named_things,
+    unshown_names,
+)
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, run_episode
 from webgpt.agent.grammar import FORCE_FINISH_ACTIONS, browsing_regex, cited_answer_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 
@@ -28,6 +34,11 @@ EXPLANATIONS = [
     "Who was Ada Lovelace?",
     "what do the geneva conventions do",
     "What’s the difference between a crow and a raven",
+    "what counts as chamber music",
+    "what topics do the upanishads deal with",
+    "how long was a cubit and what was it based on",
+    "What do JavaScript and HTML have to do with each other",
+    "what does it mean for two line segments to be incommensurable",
 ]
 FACTS = [
     "How many people live in Tokyo?",
@@ -41,6 +52,7 @@ FACTS = [
     "Who won the 2030 FIFA World Cup?",
     "who was indonesia's first president",
     "When was Ada Lovelace born?",
+    "what does the latin word corvus mean",
 ]
 
 
@@ -52,6 +64,51 @@ def test_how_and_why_questions_ask_for_explanations(question: str) -> None:
 @pytest.mark.parametrize("question", FACTS)
 def test_questions_of_fact_do_not(question: str) -> None:
     assert not asks_for_explanation(question)
+
+
+QUANTITIES = [
+    "how many species of dolphin are there",
+    "In which year did Thomas Mann win the Nobel Prize in Literature?",
+    "What year was Noah Webster born in?",
+    "since when have roller gins been used in india",
+    "How big is the Arabian Desert?",
+    "What’s the population of Giza",
+    "what percentage of great britain does england cover",
+    "roughly how long is the nile",
+]
+
+
+@pytest.mark.parametrize("question", QUANTITIES)
+def test_how_many_and_what_year_ask_for_a_quantity(question: str) -> None:
+    assert asks_for_quantity(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Who won the 2030 FIFA World Cup?", "how do baptists baptize", "When does a liquid boil?"],
+)
+def test_other_questions_do_not(question: str) -> None:
+    assert not asks_for_quantity(question)
+
+
+def test_a_quantity_s_answer_states_a_number_a_quote_shows() -> None:
+    """ "Alfred North Whitehead died in    in   in [1]." (v14, relevant quotes) is no answer:
+    held to state a number, the first sentence names one the quote shows."""
+    question = "In what year did Alfred North Whitehead die in Cambridge 2?"
+    quotes = [quoted("Whitehead died in Cambridge, Massachusetts, in 1947, aged 86.")]
+    free = cited_answer_regex(question, quotes)
+    held = cited_answer_regex(question, quotes, states_number=True)
+    for answer in ("Whitehead died in 1947 [1].", "He died aged 86, in 1947 [1]."):
+        assert re.fullmatch(held, answer)
+    assert re.fullmatch(free, "Alfred North Whitehead died in    in   in [1].")
+    assert not re.fullmatch(held, "Alfred North Whitehead died in    in   in [1].")
+    assert not re.fullmatch(held, "He died in Cambridge 2 [1].")  # the question's own number
+    assert not re.fullmatch(held, "He died in 1947 [1]. Aged 86 [1].".replace("1947", "late"))
+    # a quote that shows no number holds the answer to nothing more
+    wordy = [quoted("Whitehead died in Cambridge, Massachusetts.")]
+    assert cited_answer_regex(question, wordy, states_number=True) == cited_answer_regex(
+        question, wordy
+    )
 
 
 def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
@@ -224,3 +281,46 @@ def test_broken_questions_are_read_without_error(question: str) -> None:
     assert unshown_names(question, [quoted("Crows are birds.")], ["Crow page"]) == [
         n for n in names if n.casefold() not in "crows are birds crow page"
     ]
+
+
+RAVEN_EPISODE = [
+    "Search raven",
+    "Clicked on link 0",
+    "Quote: Ravens live up to 21 years in the wild.",
+    "End: Answer",
+]
+
+
+async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_near(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """A first sentence the grammar leaves unbounded (the quotes show numbers) can loop to
+    the token limit uncited; the answer is written once more, its first citation within
+    FIRST_CITATION_CHARS, and the trace shows both drafts."""
+    looping = "Ravens — ravens — ravens — ravens"
+    script.commands = list(RAVEN_EPISODE)
+    script.answers = [looping, "Ravens live up to 21 years [1]."]
+    script.cut_answers = {looping}
+    events: list[TraceEvent] = []
+
+    async def collect(event: TraceEvent) -> None:
+        events.append(event)
+
+    question = "Do ravens live long?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), collect)
+    assert result.answer == "Ravens live up to 21 years [1]."
+    first, again = [r["structured_outputs"]["regex"] for r in script.requests if r.get("stream")]
+    assert re.fullmatch(first, "Ravens " + "live " * 40 + "[1].■")  # unbounded
+    assert not re.fullmatch(again, "Ravens " + "live " * 40 + "[1].■")
+    assert re.fullmatch(again, "Ravens live up to 21 years [1].■")
+    drafts = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+    assert drafts == f"{looping}\nRavens live up to 21 years [1]."
+
+    # an answer that ended, or one cut after its citation, is not written again
+    for ended in ("Ravens live", "Ravens live for 21 years [1]. Ravens — ravens —"):
+        script.commands = list(RAVEN_EPISODE)
+        script.answers, script.requests = [ended], []
+        script.cut_answers = {ended} if "[1]" in ended else set()
+        result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+        assert result.answer == ended
+        assert len([r for r in script.requests if r.get("stream")]) == 1

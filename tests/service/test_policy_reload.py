@@ -435,16 +435,19 @@ async def test_canaries_are_answered_under_the_service_s_answer_rules(
     would decline it."""
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
     try:
-        for grounded, quotes in ((True, 2), (False, 1)):
+        for grounded, quotes, relevant, quantity in ((True, 2, 0, False), (False, 1, 1, True)):
             settings = ServiceSettings(
                 policy_url="http://127.0.0.1:9/v1",
                 policy_model="scripted",
                 policy_checkpoint=tmp_path,
                 grounded_declines=grounded,
                 explanation_quotes=quotes,
+                relevant_quotes=relevant,
+                quantity_numbers=quantity,
             )
             canary = policy_versions(settings, web, None).canary_episode
             assert (canary.temperature, canary.guided) == (0.0, True)
             assert (canary.grounded_declines, canary.explanation_quotes) == (grounded, quotes)
+            assert (canary.relevant_quotes, canary.quantity_numbers) == (relevant or None, quantity)
     finally:
         await web.aclose()

@@ -1,0 +1,94 @@
+"""Which quotable sentences in view bear on the question: the rule of guided decoding that
+offers a policy only the few most relevant (docs/questions.md, "Relevant quotes").
+
+A small policy quotes the sentence it has seen quoted most, a page's first ("Malawi is a
+landlocked country in Southeast Africa." for "which country borders malawi to the west"),
+although the sentence that answers is in view ("It is bordered by Zambia to the west, ...").
+A sentence's relevance is the question's words it shares, each weighted by how rare the
+word is among the page's sentences (inverse document frequency, as BM25 weights terms): the
+page's subject stands in most of its sentences and weighs little, "west" weighs much.
+"""
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+
+_WORD = re.compile(r"\w+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Words that say what kind of question it is, not what it is about.
+_QUESTION_WORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "for", "by", "from", "to", "with", "and", "or",
+    "but", "not", "no", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does",
+    "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "whose",
+    "when", "where", "why", "how", "that", "this", "these", "those", "it", "its", "as", "into",
+    "about", "than", "then", "there", "their", "they", "them", "his", "her", "he", "she", "i",
+    "me", "my", "you", "your", "we", "our", "us", "can", "could", "should", "would", "will",
+    "shall", "may", "might", "must", "much", "many", "roughly", "approximately", "approx",
+    "exactly", "name", "another", "other", "called", "known", "any", "some", "tell", "please",
+    "s", "function", "module", "method", "used",
+})  # fmt: skip
+# A line of code names a function and says nothing of it: a ">>>" example, or a signature
+# ("json.dumps(obj, *, skipkeys=False, ...)"). Prose that mentions a call, a formula
+# ("Al2Si2O5(OH)4") or an aside in brackets is not code.
+_CODE = re.compile(r"^\s*(?:>>>|[\w.]+\()")
+# A word is compared by its first letters, and a shorter one as the opening of a longer:
+# "borders" matches "bordered", "populated" "population", "die" "died".
+_STEM_CHARS = 5
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:_STEM_CHARS] for w in _WORD.findall(_fold(text))}
+
+
+def question_terms(question: str) -> set[str]:
+    """The stems of the words that say what the question is about."""
+    words = _WORD.findall(_fold(question))
+    return {w[:_STEM_CHARS] for w in words if w not in _QUESTION_WORDS and len(w) > 1}
+
+
+def term_weights(terms: set[str], page_text: str) -> dict[str, float]:
+    """Each term's inverse document frequency over the page's sentences: log((N + 1) /
+    (n + 0.5)), where n of its N sentences hold the term; a term no sentence holds weighs
+    most, and no term weighs nothing."""
+    sentences = [_stems(s) for s in _SENTENCE_END.split(page_text) if s.strip()]
+    total = len(sentences)
+    return {
+        term: math.log((total + 1) / (sum(_holds(s, term) for s in sentences) + 0.5))
+        for term in terms
+    }
+
+
+def relevance(sentence: str, weights: dict[str, float], heading: str | None = None) -> float:
+    """The weights of the question's terms that the sentence holds, or the line of code it
+    follows (a signature heads its description: "json.dumps(obj, ...)" then "Serialize obj
+    to a JSON formatted str."); nothing for a line of code itself."""
+    if _CODE.match(sentence):
+        return 0.0
+    stems = _stems(sentence)
+    if heading is not None and _CODE.match(heading):
+        stems |= _stems(heading)
+    return sum(weight for term, weight in weights.items() if _holds(stems, term))
+
+
+def _holds(stems: set[str], term: str) -> bool:
+    return term in stems or (len(term) < _STEM_CHARS and any(s.startswith(term) for s in stems))
+
+
+def most_relevant(question: str, choices: Sequence[str], page_text: str, limit: int) -> list[str]:
+    """The limit choices that bear most on the question, in their order on the page; of
+    equally relevant ones, the earlier. A question with no word of its own keeps the first."""
+    if len(choices) <= limit:
+        return list(choices)
+    weights = term_weights(question_terms(question), page_text)
+    scores = [
+        relevance(choice, weights, choices[i - 1] if i else None)
+        for i, choice in enumerate(choices)
+    ]
+    ranked = sorted(range(len(choices)), key=lambda i: (-scores[i], i))
+    return [choices[i] for i in sorted(ranked[:limit])]

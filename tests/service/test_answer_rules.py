@@ -1,0 +1,71 @@
+"""The service answers under the answer rules its settings choose: the opt-in relevant
+quotes (WEBGPT_RELEVANT_QUOTES) and quantity numbers (WEBGPT_QUANTITY_NUMBERS) reach the
+grammars the policy is sent."""
+
+import re
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from tests.agent.fake_policy import Script
+from webgpt.service.settings import ServiceSettings
+
+FIRST_SENTENCE = "Crows are birds of the genus Corvus."
+FACES = "Crows can recognise individual human faces and remember them for years."
+
+
+def _grammars(script: Script) -> tuple[list[str], list[str]]:
+    """The regexes of the browsing and of the answering requests the policy was sent."""
+    browsing = [r["structured_outputs"]["regex"] for r in script.requests if not r.get("stream")]
+    answering = [r["structured_outputs"]["regex"] for r in script.requests if r.get("stream")]
+    return browsing, answering
+
+
+def test_a_quote_is_offered_as_the_settings_choose(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
+    """By default every sentence in view is quotable; WEBGPT_RELEVANT_QUOTES=1 offers only
+    the one that bears most on the question."""
+    question = "Do crows remember human faces?"
+    offered = []
+    for overrides in ({}, {"relevant_quotes": 1}):
+        script.requests.clear()
+        script.answers[:] = ["Crows remember faces [1]."]
+        with service_url(**overrides) as base:
+            body = httpx.post(f"{base}/answer", json={"question": question}, timeout=60).json()
+        assert body["answer"] == "Crows remember faces [1]."
+        browsing, _ = _grammars(script)
+        on_the_page = browsing[2]  # after the search and the click
+        offered.append(
+            [bool(re.fullmatch(on_the_page, f"Quote: {q}\n")) for q in (FIRST_SENTENCE, FACES)]
+        )
+    assert offered == [[True, True], [False, True]]
+
+
+def test_a_how_many_answer_states_a_number_as_the_settings_choose(
+    service_url, script: Script
+) -> None:  # type: ignore[no-untyped-def]
+    """By default the answer to a how-many question may state no number; with
+    WEBGPT_QUANTITY_NUMBERS=true it states one its quote shows."""
+    question = "How many years do ravens live?"
+    quote = "Ravens live up to 21 years in the wild."
+    admits = []
+    for overrides in ({}, {"quantity_numbers": True}):
+        script.requests.clear()
+        script.commands[:] = ["Search raven", "Clicked on link 0", f"Quote: {quote}", "End: Answer"]
+        script.answers[:] = ["Ravens live up to 21 years [1]."]
+        with service_url(**overrides) as base:
+            body = httpx.post(f"{base}/answer", json={"question": question}, timeout=60).json()
+        assert body["references"][0]["extract"] == quote
+        _, [answering] = _grammars(script)
+        admits.append(
+            [
+                bool(re.fullmatch(answering, f"{a}■"))
+                for a in ("Ravens live long [1].", body["answer"])
+            ]
+        )
+    assert admits == [[True, True], [False, True]]
+
+
+def test_answer_rule_settings_are_checked() -> None:
+    with pytest.raises(ValidationError, match="relevant_quotes"):
+        ServiceSettings(relevant_quotes=-1)
