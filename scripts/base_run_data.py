@@ -17,6 +17,11 @@ groups:
 - unanswerable: a question the offline web does not answer, declined.
 An episode drawn twice (the same id in two files) is written once; the counts written
 are printed to stderr. OUT is written whole or not at all.
+
+With `--tokenizer DIR` (the base's folder) each group's tokens are printed too, counted as
+`webgpt train bc` counts them (its examples of each episode, those over 1,536 tokens left
+out): a lease's call is sized by tokens, at the tokens/s of the last run (v17: 32,500 on
+one H100, docs/training.md).
 """
 
 import argparse
@@ -88,6 +93,9 @@ def main() -> None:
         metavar="FILE GROUP=N",
         help="a demonstrations file, then GROUP=N or GROUP=all for each group to draw",
     )
+    parser.add_argument(
+        "--tokenizer", type=Path, help="a base model's folder: print each group's tokens too"
+    )
     args = parser.parse_args()
     rng = random.Random(0)
     seen: set[str] = set()
@@ -110,6 +118,31 @@ def main() -> None:
     for (name, group), count in sorted(written.items()):
         print(f"{name}\t{group}\t{count}", file=sys.stderr)
     print(f"{len(seen)} episodes -> {args.out}", file=sys.stderr)
+    if args.tokenizer is not None:
+        by_group = training_tokens(args.out, args.tokenizer)
+        for group, tokens in sorted(by_group.items()):
+            print(f"{group}\t{tokens} tokens", file=sys.stderr)
+        print(f"{sum(by_group.values())} tokens in all", file=sys.stderr)
+
+
+def training_tokens(path: Path, tokenizer_dir: Path) -> Counter[str]:
+    """The tokens `webgpt train bc` would train on in each group of a demonstrations file."""
+    from transformers import AutoTokenizer
+
+    from webgpt.learning.bc import BCConfig, examples_of, tokenize_example
+    from webgpt.learning.demonstrations import Demonstration
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    max_length = BCConfig.__dataclass_fields__["max_length"].default
+    tokens: Counter[str] = Counter()
+    with path.open() as lines:
+        for line in lines:
+            row = json.loads(line)
+            for example in examples_of(Demonstration.model_validate(row)):
+                length = len(tokenize_example(tokenizer, example)["input_ids"])
+                if length <= max_length:
+                    tokens[group_of(row)] += length
+    return tokens
 
 
 if __name__ == "__main__":

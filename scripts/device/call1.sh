@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 1 of 2 (scripts/device/prepare.sh): install the wheels `webgpt train bc`
 # imports into /tmp/site, keep the first part of the base, check the imports.
-#   carry: .gpu/whl .gpu/part1 .gpu/scripts   (the tracked weights moved aside: 64 MiB)
+#   carry: .gpu/whl .gpu/part1 .gpu/scripts   (prepare.sh's ASIDE moved out: 64 MiB)
 set -euo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .gpu/whl/*.whl

@@ -3,7 +3,7 @@
 # convert it, check every tensor against this machine's conversion, train, and return the
 # published checkpoint under $OUT. Arguments: `webgpt train bc` options, with
 # --base /tmp/base and demonstrations from /tmp/data/ (the files prepare.sh compressed).
-#   carry: .gpu/part2 .gpu/data .gpu/scripts   (the tracked weights moved aside: 64 MiB)
+#   carry: .gpu/part2 .gpu/data .gpu/scripts   (prepare.sh's ASIDE moved out: 64 MiB)
 set -euo pipefail
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 started=$(date +%s)

@@ -4,8 +4,9 @@
 # the wheels `webgpt train bc` imports that the machine's image lacks, the base's GGUF
 # (93 MB) in two parts for two calls, this machine's conversion's tensor hashes to check
 # the machine's against, and the demonstrations. Then: call1.sh, then call2.sh at once
-# (the machine stays warm 30 s), with the tracked weights (agent/weights, 28 MB) moved
-# aside for both calls.
+# (the machine stays warm 30 s), with what training does not read moved out of the
+# checkout for both calls (ASIDE below: the tracked weights, docs/, the hand-written
+# questions). It ends by printing what each call would carry, and fails if either is over.
 #   scripts/device/prepare.sh DEMOS.jsonl [MORE.jsonl ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -47,3 +48,16 @@ PY
 for demos in "$@"; do xz -6 -T0 -c "$demos" > ".gpu/data/$(basename "$demos").xz"; done
 cp scripts/device/call1.sh scripts/device/call2.sh .gpu/scripts/
 du -sh .gpu/*
+# Each call carries the checkout (tracked files, less ASIDE) and its own folders, at most
+# 64 MiB; v17's part 2 beside the whole checkout less its weights was 2 MB over.
+ASIDE=(agent/weights docs data/questions/train-later-sentences.jsonl)
+LIMIT=$((64 * 1024 * 1024))
+checkout=$(git ls-files -z -- . "${ASIDE[@]/#/:!}" | du -cb --files0-from=- | tail -1 | cut -f1)
+carried() { echo $((checkout + $(cat $(find "$@" -type f) | wc -c))); }
+call1=$(carried .gpu/whl .gpu/part1 .gpu/scripts)
+call2=$(carried .gpu/part2 .gpu/data .gpu/scripts)
+echo "call 1 carries $call1 bytes, call 2 $call2 (limit $LIMIT), with ${ASIDE[*]} moved aside"
+if ((call1 > LIMIT || call2 > LIMIT)); then
+  echo "over the limit: move more aside or split the base elsewhere" >&2
+  exit 1
+fi

@@ -88,3 +88,44 @@ def test_bad_input_is_a_clear_error_and_leaves_an_earlier_out_as_it_was(tmp_path
     _, log = run(tmp_path, [str(tmp_path / "broken.jsonl"), "factoid=all"])
     assert log.startswith("rc=1") and "broken.jsonl:2: not a JSON demonstration" in log
     assert (tmp_path / "mix.jsonl").read_text() == "an earlier mix\n"
+
+
+def test_tokens_per_group_are_counted_as_bc_trains_on_them(tmp_path: Path) -> None:
+    from tests.reward.tiny import build_tiny_backbone
+    from webgpt.learning.bc import examples_of
+    from webgpt.learning.demonstrations import Demonstration
+
+    rows = [episode(0, "factoid"), episode(1, "longform"), episode(2, "longform")]
+    rows[2]["steps"][1]["observation"] = "word " * 2000  # an example over 1,536: left out
+    for row in rows:
+        row["source"] = "scripted"
+    (tmp_path / "gen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tokenizer = build_tiny_backbone(tmp_path / "base")
+    out = tmp_path / "mix.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            str(out),
+            "--tokenizer",
+            str(tokenizer),
+            "--draw",
+            str(tmp_path / "gen.jsonl"),
+            "factoid=all",
+            "longform=all",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+
+    def words(row: dict[str, object]) -> list[int]:  # the tiny tokenizer: a token a word
+        examples = examples_of(Demonstration.model_validate(row))
+        return [len(e.prompt.split()) + len(e.completion.split()) for e in examples]
+
+    factoid, longform = sum(words(rows[0])), sum(words(rows[1]))
+    longform += sum(n for n in words(rows[2]) if n <= 1536)
+    assert max(words(rows[2])) > 1536
+    assert f"factoid\t{factoid} tokens" in done.stderr
+    assert f"longform\t{longform} tokens" in done.stderr
+    assert f"{factoid + longform} tokens in all" in done.stderr
