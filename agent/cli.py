@@ -64,8 +64,15 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         type=_quote_count,
         default=0,
         metavar="K",
-        help="a Quote may take only the K sentences in view that bear most on the question "
+        help="a Quote for a question that asks for no explanation may take only the K "
+        "sentences in view that bear most on it "
         '(default 0: any; docs/questions.md, "Relevant quotes and stated numbers")',
+    )
+    parser.add_argument(
+        "--finds-on-page",
+        action="store_true",
+        help="on a page that writes names before their arguments (json.dumps(...)), a Find "
+        'takes one of those names (docs/questions.md, "Relevant quotes and stated numbers")',
     )
     parser.add_argument(
         "--decline-threshold",
@@ -86,6 +93,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "grounded_declines": not args.no_grounded_declines,
         "relevant_quotes": args.relevant_quotes or None,
         "quantity_numbers": args.quantity_numbers,
+        "finds_on_page": args.finds_on_page,
     }
 
 

@@ -58,13 +58,16 @@ class EpisodeConfig:
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
-    # Two opt-in rules, measured but not adopted (docs/questions.md, "Relevant quotes and
-    # stated numbers"): a Quote may take only this many of the sentences in view, those
-    # that bear most on the question (agent.relevance; None: any of them); and a question
-    # asking how many or how much answers with a number a quote shows and the question
-    # does not, where a quote shows one (agent.answer_rules.asks_for_quantity).
+    # Opt-in rules (docs/questions.md, "Relevant quotes and stated numbers"): a Quote for a
+    # question that does not ask for an explanation may take only this many of the
+    # sentences in view, those that bear most on the question (agent.relevance; None: any
+    # of them; an explanation is built from several); a question asking how many or how
+    # much answers with a number a quote shows and the question does not, where a quote
+    # shows one (agent.answer_rules.asks_for_quantity); and a page that writes names
+    # before their arguments takes a Find of one of those only (grammar.shown_names).
     relevant_quotes: int | None = None
     quantity_numbers: bool = False
+    finds_on_page: bool = False
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
@@ -73,6 +76,10 @@ class EpisodeConfig:
             raise ValueError(f"explanation_quotes {self.explanation_quotes}: give 1 or 2")
         if self.relevant_quotes is not None and self.relevant_quotes < 1:
             raise ValueError(f"relevant_quotes {self.relevant_quotes}: give 1 or more, or None")
+
+    def quote_choices(self, question: str) -> int | None:
+        """How many of the sentences in view a Quote may take (None: any of them)."""
+        return None if asks_for_explanation(question) else self.relevant_quotes
 
     def quotes_wanted(self, question: str) -> int:
         """How many quotes the question's browsing should collect and its answer cite."""
@@ -195,7 +202,8 @@ async def run_episode(
                     allow_refusal=config.allow_refusal,
                     force_finish=config.force_finish,
                     min_quotes=config.quotes_wanted(question),
-                    relevant_quotes=config.relevant_quotes,
+                    relevant_quotes=config.quote_choices(question),
+                    finds_on_page=config.finds_on_page,
                 ),
                 COMMAND_STOP[0],
             )

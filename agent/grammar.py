@@ -53,6 +53,10 @@ DIGITS = "0-9¹²³¼-¾⁰-₟⅐-↏①-⓿０-９"
 NUMBER = re.compile(f"[{DIGITS}]+(?:[.,][{DIGITS}]+)*")
 ANSWER_TEXT = f"[^\\[\\]■\\n{DIGITS}]"  # an answer's text: digits come only as a shown number
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
+# A name as a docs page writes it before its arguments ("json.dumps(", "TextFile.warn("):
+# every Find of the scripted demonstrations is one, or a dotted tail of one ("warn(").
+_CALLED_NAME = re.compile(r"[A-Za-z_][\w.]*\(")
+_NAME_START = re.compile(r"[A-Za-z_]")
 
 
 def _literal(text: str) -> str:
@@ -104,11 +108,14 @@ def browsing_regex(
     force_finish: bool = True,
     min_quotes: int = 1,
     relevant_quotes: int | None = None,
+    finds_on_page: bool = False,
 ) -> str:
     """The commands that make sense in the session's current state. Browsing ends once it
     holds min_quotes quotes, or one when its actions are running out; a sentence quoted
     already is not offered again, and with relevant_quotes K only the K in view that bear
-    most on the question are offered (agent.relevance)."""
+    most on the question are offered (agent.relevance). With finds_on_page, a page that
+    writes names before their arguments takes a Find of one of those only (shown_names):
+    a Find of text the page lacks finds nothing ("json.json(" fourteen times, v17)."""
     held = {q.extract for q in session.quotes}
     quotes = [q for q in quote_choices(session) if q not in held]
     if relevant_quotes is not None:
@@ -129,7 +136,9 @@ def browsing_regex(
     if link_ids:
         options.append(click)
     if session.page.lines:
-        options += [r"Find in page: [^\n]+", "Scrolled (down|up) [123]", "Top"]
+        names = shown_names(session.page.text_index.text) if finds_on_page else []
+        find = _alternatives([_literal(n) for n in names]) if names else r"[^\n]+"
+        options += [f"Find in page: {find}", "Scrolled (down|up) [123]", "Top"]
     if quotes:
         options.append(quote)
     if session.can_go_back:
@@ -139,6 +148,17 @@ def browsing_regex(
     if allow_refusal:
         options.append("End: (Nonsense|Controversial)")
     return _alternatives(options)
+
+
+def shown_names(page_text: str) -> list[str]:
+    """The names the page writes before their arguments, each with its dotted tails
+    ("json.dumps(" and "dumps("), once each in the page's order."""
+    names: dict[str, None] = {}
+    for name in _CALLED_NAME.findall(page_text):
+        parts = name.split(".")
+        tails = (".".join(parts[i:]) for i in range(len(parts)) if _NAME_START.match(parts[i]))
+        names.update(dict.fromkeys(tails))
+    return list(names)
 
 
 def _question_search(question: str) -> str:

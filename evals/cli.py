@@ -198,6 +198,7 @@ def _gate_evaluation(
         "grounded_declines": episode.grounded_declines,
         "relevant_quotes": episode.relevant_quotes,
         "quantity_numbers": episode.quantity_numbers,
+        "finds_on_page": episode.finds_on_page,
         "max_actions": session.max_actions,
         "policy_url": args.policy_url,
         "store": str(args.store) if args.store else None,

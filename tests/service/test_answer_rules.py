@@ -1,6 +1,6 @@
 """The service answers under the answer rules its settings choose: the opt-in relevant
-quotes (WEBGPT_RELEVANT_QUOTES) and quantity numbers (WEBGPT_QUANTITY_NUMBERS) reach the
-grammars the policy is sent."""
+quotes (WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS) and finds on the
+page (WEBGPT_FINDS_ON_PAGE) reach the grammars the policy is sent."""
 
 import re
 
@@ -69,3 +69,17 @@ def test_a_how_many_answer_states_a_number_as_the_settings_choose(
 def test_answer_rule_settings_are_checked() -> None:
     with pytest.raises(ValidationError, match="relevant_quotes"):
         ServiceSettings(relevant_quotes=-1)
+
+
+def test_finds_on_the_page_reach_the_episode_as_the_environment_sets_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """WEBGPT_FINDS_ON_PAGE=true: a Find on a page that writes names before their arguments
+    takes one of them (the grammar's own test: tests/agent/test_relevance.py)."""
+    from webgpt.agent.episode import EpisodeConfig
+
+    assert EpisodeConfig(**ServiceSettings().answer_rules()).finds_on_page is False
+    monkeypatch.setenv("WEBGPT_FINDS_ON_PAGE", "true")
+    monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "1")
+    config = EpisodeConfig(**ServiceSettings().answer_rules())
+    assert (config.finds_on_page, config.relevant_quotes) == (True, 1)
