@@ -55,18 +55,19 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--quantity-numbers",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="a how-many or what-year question's answer states a number its quotes show "
-        '(docs/questions.md, "Relevant quotes and stated numbers")',
+        '(default: on; docs/questions.md, "Relevant quotes and stated numbers")',
     )
     parser.add_argument(
         "--relevant-quotes",
         type=_quote_count,
-        default=0,
+        default=2,
         metavar="K",
         help="a Quote for a question that asks for no explanation may take only the K "
-        "sentences in view that bear most on it "
-        '(default 0: any; docs/questions.md, "Relevant quotes and stated numbers")',
+        "sentences in view that bear most on it (default 2; 0: any; "
+        'docs/questions.md, "Relevant quotes and stated numbers")',
     )
     parser.add_argument(
         "--finds-on-page",

@@ -58,15 +58,16 @@ class EpisodeConfig:
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
-    # Opt-in rules (docs/questions.md, "Relevant quotes and stated numbers"): a Quote for a
+    # Relevant quotes and stated numbers (docs/questions.md), on by default since they
+    # passed their rule on v14 (docs/eval/promotion-rules-v17.md, v14-M2): a Quote for a
     # question that does not ask for an explanation may take only this many of the
     # sentences in view, those that bear most on the question (agent.relevance; None: any
-    # of them; an explanation is built from several); a question asking how many or how
-    # much answers with a number a quote shows and the question does not, where a quote
-    # shows one (agent.answer_rules.asks_for_quantity); and a page that writes names
-    # before their arguments takes a Find of one of those only (grammar.shown_names).
-    relevant_quotes: int | None = None
-    quantity_numbers: bool = False
+    # of them; an explanation is built from several); and a question asking how many or
+    # how much answers with a number a quote shows and the question does not, where a
+    # quote shows one (agent.answer_rules.asks_for_quantity). Opt-in: a page that writes
+    # names before their arguments takes a Find of one of those only (grammar.shown_names).
+    relevant_quotes: int | None = 2
+    quantity_numbers: bool = True
     finds_on_page: bool = False
 
     def __post_init__(self) -> None:

@@ -1,6 +1,6 @@
-"""Which quotable sentences in view bear on the question: the opt-in rule of guided decoding
-that offers a policy only the few most relevant (`--relevant-quotes K`; docs/questions.md,
-"Relevant quotes and stated numbers", measured there and not the default).
+"""Which quotable sentences in view bear on the question: the rule of guided decoding that
+offers a factoid question's policy only the few most relevant (`--relevant-quotes K`, 2 by
+default; docs/questions.md, "Relevant quotes and stated numbers", measured there).
 
 A small policy quotes the sentence it has seen quoted most, a page's first ("Malawi is a
 landlocked country in Southeast Africa." for "which country borders malawi to the west"),

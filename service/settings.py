@@ -71,12 +71,13 @@ class ServiceSettings(Settings):
     # what no quote shows.
     explanation_quotes: int = Field(default=2, ge=1, le=2)
     grounded_declines: bool = True
-    # Opt-in rules (docs/questions.md, "Relevant quotes and stated numbers"): a Quote for a
-    # question asking for no explanation takes only this many of the sentences in view that
-    # bear most on it (0: any), a how-many question answers with a number a quote shows,
-    # and a Find on a page that writes names before their arguments takes one of those.
-    relevant_quotes: int = Field(default=0, ge=0, le=100)
-    quantity_numbers: bool = False
+    # docs/questions.md, "Relevant quotes and stated numbers": a Quote for a question asking
+    # for no explanation takes only this many of the sentences in view that bear most on it
+    # (0: any), and a how-many question answers with a number a quote shows (both on by
+    # default); opt-in, a Find on a page that writes names before their arguments takes
+    # one of those.
+    relevant_quotes: int = Field(default=2, ge=0, le=100)
+    quantity_numbers: bool = True
     finds_on_page: bool = False
     reward_model: Path | None = None  # None: n must be 1
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and

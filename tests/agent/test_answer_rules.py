@@ -324,3 +324,30 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
         result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
         assert result.answer == ended
         assert len([r for r in script.requests if r.get("stream")]) == 1
+
+
+def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() -> None:
+    """`webgpt answer` and `webgpt eval` share these options (agent.cli.add_answer_rules)."""
+    import argparse
+
+    from webgpt.agent.cli import add_answer_rules, answer_rules
+
+    parser = argparse.ArgumentParser()
+    add_answer_rules(parser)
+    default = EpisodeConfig(**answer_rules(parser.parse_args([])))
+    assert (
+        (default.relevant_quotes, default.quantity_numbers, default.finds_on_page)
+        == (
+            EpisodeConfig().relevant_quotes,
+            EpisodeConfig().quantity_numbers,
+            False,
+        )
+        == (2, True, False)
+    )
+    off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--finds-on-page"]
+    changed = EpisodeConfig(**answer_rules(parser.parse_args(off)))
+    assert (changed.relevant_quotes, changed.quantity_numbers, changed.finds_on_page) == (
+        None,
+        False,
+        True,
+    )

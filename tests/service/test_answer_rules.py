@@ -23,11 +23,11 @@ def _grammars(script: Script) -> tuple[list[str], list[str]]:
 
 
 def test_a_quote_is_offered_as_the_settings_choose(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
-    """By default every sentence in view is quotable; WEBGPT_RELEVANT_QUOTES=1 offers only
-    the one that bears most on the question."""
+    """WEBGPT_RELEVANT_QUOTES=0 makes every sentence in view quotable; 1 offers only the one
+    that bears most on the question (the default, 2, offers both of the page's two)."""
     question = "Do crows remember human faces?"
     offered = []
-    for overrides in ({}, {"relevant_quotes": 1}):
+    for overrides in ({"relevant_quotes": 0}, {"relevant_quotes": 1}, {}):
         script.requests.clear()
         script.answers[:] = ["Crows remember faces [1]."]
         with service_url(**overrides) as base:
@@ -38,18 +38,18 @@ def test_a_quote_is_offered_as_the_settings_choose(service_url, script: Script) 
         offered.append(
             [bool(re.fullmatch(on_the_page, f"Quote: {q}\n")) for q in (FIRST_SENTENCE, FACES)]
         )
-    assert offered == [[True, True], [False, True]]
+    assert offered == [[True, True], [False, True], [True, True]]
 
 
 def test_a_how_many_answer_states_a_number_as_the_settings_choose(
     service_url, script: Script
 ) -> None:  # type: ignore[no-untyped-def]
-    """By default the answer to a how-many question may state no number; with
-    WEBGPT_QUANTITY_NUMBERS=true it states one its quote shows."""
+    """With WEBGPT_QUANTITY_NUMBERS=false the answer to a how-many question may state no
+    number; by default it states one its quote shows."""
     question = "How many years do ravens live?"
     quote = "Ravens live up to 21 years in the wild."
     admits = []
-    for overrides in ({}, {"quantity_numbers": True}):
+    for overrides in ({"quantity_numbers": False}, {}):
         script.requests.clear()
         script.commands[:] = ["Search raven", "Clicked on link 0", f"Quote: {quote}", "End: Answer"]
         script.answers[:] = ["Ravens live up to 21 years [1]."]
@@ -71,15 +71,25 @@ def test_answer_rule_settings_are_checked() -> None:
         ServiceSettings(relevant_quotes=-1)
 
 
-def test_finds_on_the_page_reach_the_episode_as_the_environment_sets_them(
+def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """WEBGPT_FINDS_ON_PAGE=true: a Find on a page that writes names before their arguments
-    takes one of them (the grammar's own test: tests/agent/test_relevance.py)."""
+    """Relevant quotes 2 and quantity numbers by default, finds on the page off; each one
+    setting away (the grammars' own tests: tests/agent/test_relevance.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
-    assert EpisodeConfig(**ServiceSettings().answer_rules()).finds_on_page is False
+    default = EpisodeConfig(**ServiceSettings().answer_rules())
+    assert (default.finds_on_page, default.relevant_quotes, default.quantity_numbers) == (
+        False,
+        2,
+        True,
+    )
     monkeypatch.setenv("WEBGPT_FINDS_ON_PAGE", "true")
-    monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "1")
+    monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "0")
+    monkeypatch.setenv("WEBGPT_QUANTITY_NUMBERS", "false")
     config = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert (config.finds_on_page, config.relevant_quotes) == (True, 1)
+    assert (config.finds_on_page, config.relevant_quotes, config.quantity_numbers) == (
+        True,
+        None,
+        False,
+    )
