@@ -104,6 +104,8 @@ def main() -> None:
     missing = [str(path) for path, _ in draws if not path.is_file()]
     if missing:
         raise SystemExit(f"--draw: no such file: {', '.join(missing)}")
+    if args.tokenizer is not None and not (args.tokenizer / "tokenizer_config.json").is_file():
+        raise SystemExit(f"--tokenizer: {args.tokenizer} is not a model folder with a tokenizer")
     partial = args.out.with_name(args.out.name + ".partial")  # OUT is replaced only when done
     with partial.open("w") as out:
         for path, counts in draws:

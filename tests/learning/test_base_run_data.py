@@ -87,6 +87,19 @@ def test_bad_input_is_a_clear_error_and_leaves_an_earlier_out_as_it_was(tmp_path
     (tmp_path / "broken.jsonl").write_text(json.dumps(episode(0, "factoid")) + "\n{\n")
     _, log = run(tmp_path, [str(tmp_path / "broken.jsonl"), "factoid=all"])
     assert log.startswith("rc=1") and "broken.jsonl:2: not a JSON demonstration" in log
+    no_tokenizer = [
+        "--tokenizer",
+        str(tmp_path),
+        "--draw",
+        str(tmp_path / "gen.jsonl"),
+        "factoid=all",
+    ]
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path / "mix.jsonl"), *no_tokenizer],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "is not a model folder with a tokenizer" in done.stderr
     assert (tmp_path / "mix.jsonl").read_text() == "an earlier mix\n"
 
 
