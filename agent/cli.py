@@ -63,10 +63,10 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--relevant-quotes",
         type=_quote_count,
-        default=2,
+        default=1,
         metavar="K",
         help="a Quote for a question that asks for no explanation may take only the K "
-        "sentences in view that bear most on it (default 2; 0: any; "
+        "sentences in view that bear most on it (default 1; 0: any; "
         'docs/questions.md, "Relevant quotes and stated numbers")',
     )
     parser.add_argument(
@@ -74,6 +74,13 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on a page that writes names before their arguments (json.dumps(...)), a Find "
         'takes one of those names (docs/questions.md, "Relevant quotes and stated numbers")',
+    )
+    parser.add_argument(
+        "--question-search",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="an episode's first Search is the question's own words (default: on; "
+        'docs/questions.md, "The question\'s own search")',
     )
     parser.add_argument(
         "--decline-threshold",
@@ -95,6 +102,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "relevant_quotes": args.relevant_quotes or None,
         "quantity_numbers": args.quantity_numbers,
         "finds_on_page": args.finds_on_page,
+        "question_search": args.question_search,
     }
 
 

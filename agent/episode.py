@@ -58,15 +58,19 @@ class EpisodeConfig:
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
-    # Relevant quotes and stated numbers (docs/questions.md), on by default since they
-    # passed their rule on v14 (docs/eval/promotion-rules-v17.md, v14-M2): a Quote for a
-    # question that does not ask for an explanation may take only this many of the
-    # sentences in view, those that bear most on the question (agent.relevance; None: any
-    # of them; an explanation is built from several); and a question asking how many or
-    # how much answers with a number a quote shows and the question does not, where a
-    # quote shows one (agent.answer_rules.asks_for_quantity). Opt-in: a page that writes
-    # names before their arguments takes a Find of one of those only (grammar.shown_names).
-    relevant_quotes: int | None = 2
+    # The question's own search, relevant quotes and stated numbers (docs/questions.md), on
+    # by default since they passed their rule on v14
+    # (docs/eval/promotion-rules-question-search.md, S1): the episode's first Search is the
+    # question's own words (agent.queries.question_query); a Quote for a question that
+    # does not ask for an explanation may take only this many of the sentences in view,
+    # those that bear most on the question (agent.relevance; None: any of them; an
+    # explanation is built from several); and a question asking how many or how much is
+    # offered the sentences that show numbers first and answers with a number a quote
+    # shows and the question does not, where a quote shows one
+    # (agent.answer_rules.asks_for_quantity). Opt-in: a page that writes names before
+    # their arguments takes a Find of one of those only (grammar.shown_names).
+    question_search: bool = True
+    relevant_quotes: int | None = 1
     quantity_numbers: bool = True
     finds_on_page: bool = False
 
@@ -81,6 +85,10 @@ class EpisodeConfig:
     def quote_choices(self, question: str) -> int | None:
         """How many of the sentences in view a Quote may take (None: any of them)."""
         return None if asks_for_explanation(question) else self.relevant_quotes
+
+    def wants_number(self, question: str) -> bool:
+        """Quantity numbers: a how-many question quotes, and answers with, a number."""
+        return self.quantity_numbers and asks_for_quantity(question)
 
     def quotes_wanted(self, question: str) -> int:
         """How many quotes the question's browsing should collect and its answer cite."""
@@ -165,7 +173,7 @@ def answer_sampling(
             question,
             quotes,
             distinct=config.quotes_wanted(question),
-            states_number=config.quantity_numbers and asks_for_quantity(question),
+            states_number=config.wants_number(question),
             bounded=bounded,
         )
     return Sampling(
@@ -204,7 +212,9 @@ async def run_episode(
                     force_finish=config.force_finish,
                     min_quotes=config.quotes_wanted(question),
                     relevant_quotes=config.quote_choices(question),
+                    numbers_bear=config.wants_number(question),
                     finds_on_page=config.finds_on_page,
+                    question_search=config.question_search,
                 ),
                 COMMAND_STOP[0],
             )

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
+from webgpt.agent.queries import question_query
 from webgpt.agent.relevance import most_relevant
 from webgpt.browser.session import BrowserSession
 
@@ -109,22 +110,32 @@ def browsing_regex(
     min_quotes: int = 1,
     relevant_quotes: int | None = None,
     finds_on_page: bool = False,
+    question_search: bool = False,
+    numbers_bear: bool = False,
 ) -> str:
     """The commands that make sense in the session's current state. Browsing ends once it
     holds min_quotes quotes, or one when its actions are running out; a sentence quoted
     already is not offered again, and with relevant_quotes K only the K in view that bear
-    most on the question are offered (agent.relevance). With finds_on_page, a page that
+    most on the question are offered (agent.relevance; numbers_bear: a how-many question,
+    for which a number is one of its terms). With finds_on_page, a page that
     writes names before their arguments takes a Find of one of those only (shown_names):
-    a Find of text the page lacks finds nothing ("json.json(" fourteen times, v17)."""
+    a Find of text the page lacks finds nothing ("json.json(" fourteen times, v17). With
+    question_search, the episode's first Search is the question's own words
+    (agent.queries.question_query): a policy that learned to search with the answer
+    page's title guesses one ("Search Wind" for "who produced gone with the wind 1939")."""
     held = {q.extract for q in session.quotes}
     quotes = [q for q in quote_choices(session) if q not in held]
     if relevant_quotes is not None:
         page_text = session.page.text_index.text
-        quotes = most_relevant(session.question, quotes, page_text, relevant_quotes)
+        quotes = most_relevant(
+            session.question, quotes, page_text, relevant_quotes, numbers_bear=numbers_bear
+        )
     link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
     quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
     click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
     search = r"Search [^\n]+"
+    if question_search and not any(a.startswith("Search ") for a in session.past_actions):
+        search = "Search " + _literal(question_query(session.question))
     left = session.actions_left
     if force_finish and session.quotes and left <= 1:
         return "End: Answer"

@@ -33,6 +33,13 @@ _QUESTION_WORDS = frozenset({
 # ("json.dumps(obj, *, skipkeys=False, ...)"). Prose that mentions a call, a formula
 # ("Al2Si2O5(OH)4") or an aside in brackets is not code.
 _CODE = re.compile(r"^\s*(?:>>>|[\w.]+\()")
+# A how-many question is answered by a number (agent.answer_rules.asks_for_quantity): a
+# sentence showing one holds this term too, which the question counts among its own,
+# weighted like any other by how rare numbers are among the page's sentences ("how many
+# species are in the icterid family": "The family contains 108 species", not the first
+# sentence that names the family twice). No word is written "#".
+NUMBER_TERM = "#"
+_DIGIT = re.compile(r"\d")
 # A word is compared by its first letters, and a shorter one as the opening of a longer:
 # "borders" matches "bordered", "populated" "population", "die" "died".
 _STEM_CHARS = 5
@@ -44,7 +51,8 @@ def _fold(text: str) -> str:
 
 
 def _stems(text: str) -> set[str]:
-    return {w[:_STEM_CHARS] for w in _WORD.findall(_fold(text))}
+    stems = {w[:_STEM_CHARS] for w in _WORD.findall(_fold(text))}
+    return stems | {NUMBER_TERM} if _DIGIT.search(text) else stems
 
 
 def question_terms(question: str) -> set[str]:
@@ -81,12 +89,21 @@ def _holds(stems: set[str], term: str) -> bool:
     return term in stems or (len(term) < _STEM_CHARS and any(s.startswith(term) for s in stems))
 
 
-def most_relevant(question: str, choices: Sequence[str], page_text: str, limit: int) -> list[str]:
+def most_relevant(
+    question: str,
+    choices: Sequence[str],
+    page_text: str,
+    limit: int,
+    *,
+    numbers_bear: bool = False,
+) -> list[str]:
     """The limit choices that bear most on the question, in their order on the page; of
-    equally relevant ones, the earlier. A question with no word of its own keeps the first."""
+    equally relevant ones, the earlier. A question with no word of its own keeps the first.
+    numbers_bear (a how-many question): a number is one of the question's terms."""
     if len(choices) <= limit:
         return list(choices)
-    weights = term_weights(question_terms(question), page_text)
+    terms = question_terms(question) | ({NUMBER_TERM} if numbers_bear else set())
+    weights = term_weights(terms, page_text)
     scores = [
         relevance(choice, weights, choices[i - 1] if i else None)
         for i, choice in enumerate(choices)

@@ -1,11 +1,13 @@
 """The scripted demonstrator: browses the offline web to the page that answers a question.
 
-It uses only the commands of Table 1 and only what it sees: it searches with a query made
-from the question (reformulating with the page's title when the page is not among the
-results), clicks the result that leads to the page, finds or scrolls to the sentence that
-holds the answer, quotes it, ends, and writes a short answer that states the fact and
-cites it. A share of episodes take realistic detours (a wrong result then `Back`, a first
-search that misses, a scroll away and back) so a cloned policy learns to recover.
+It uses only the commands of Table 1 and only what it sees: it searches with the
+question's own words (agent.queries.question_query, the first Search guided decoding
+serves), reformulates with the page's title when the page is not among the results, clicks
+the result that leads to the page, finds or scrolls to the sentence that holds the answer,
+quotes it, ends, and writes a short answer that states the fact and cites it. A share of
+episodes take realistic detours (a wrong result then `Back`, a scroll away and back) so a
+cloned policy learns to recover; a first search that misses is shown wherever the
+question's words miss the page.
 
 Long-form questions collect several quotes: the page's opening sentence, then a later one
 reached with `Find in page:`, or a second page reached through a link in the first or a
@@ -24,64 +26,12 @@ from dataclasses import dataclass
 
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, quote_choices
+from webgpt.agent.queries import question_query
 from webgpt.browser.session import BrowserSession
 from webgpt.evals.questions import Question, contains_gold, normalize
 from webgpt.learning.demonstrations import Demonstration, Recorder
 
-# Question words left out of search queries (what remains names the thing asked about).
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "is",
-        "are",
-        "was",
-        "were",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "when",
-        "where",
-        "why",
-        "how",
-        "does",
-        "do",
-        "did",
-        "in",
-        "of",
-        "on",
-        "for",
-        "to",
-        "by",
-        "with",
-        "and",
-        "or",
-        "module",
-        "module's",
-        "function",
-        "method",
-        "used",
-        "use",
-        "would",
-        "i",
-        "call",
-        "work",
-        "year",
-        "people",
-        "kind",
-        "thing",
-        "country",
-        "region",
-        "live",
-        "many",
-        "born",
-        "die",
-    ]
-)
-_WORD = re.compile(r"[\w.'-]+")
-DETOURS = ("wrong_result", "missed_search", "scroll")
+DETOURS = ("wrong_result", "scroll")
 # A demonstrated long-form sentence after the first is at most this long (the first must
 # cite within grammar.FIRST_CITATION_CHARS): answers a reader takes in at a glance.
 SENTENCE_CHARS = 220
@@ -101,17 +51,18 @@ def demonstration_id(question: Question) -> str:
 
 
 def search_queries(question: Question, rng: random.Random) -> list[str]:
-    """A query made from the question's own words, then the page's title as the fallback."""
-    words = [w.strip(".'?") for w in _WORD.findall(question.question)]
-    content = [w for w in words if w and w.lower() not in _STOPWORDS]
+    """The question's own words, then the page's title where they miss the page. A person's
+    question does not name its answer's page: a policy shown the title as a first query
+    learned to guess one ("Search Wind" for "who produced gone with the wind 1939";
+    docs/questions.md, "The question's own search")."""
+    content = question_query(question.question)
     if question.style == "unnamed subject":  # the title is the answer: search for the clues
-        return [" ".join(content)]
-    title = question.title or " ".join(content)
-    first = " ".join(content) if rng.random() < 0.5 else title
+        return [content]
+    title = question.title or content
     if question.url and "docs.python.org" in question.url and "." in title:
         owner, name = title.rsplit(".", 1)
-        first = rng.choice([f"{owner} {name}", title])
-    return list(dict.fromkeys([first, title]))
+        title = rng.choice([f"{owner} {name}", title])
+    return list(dict.fromkeys([content, title]))
 
 
 def _target_link(session: BrowserSession, url: str) -> int | None:
@@ -181,15 +132,8 @@ async def demonstrate(
         return None
     recorder = Recorder(session, question.question)
     detour = rng.choice(DETOURS) if rng.random() < config.detour_share else None
-    queries = search_queries(question, rng)
-    if detour == "missed_search":
-        keywords = [w for w in _WORD.findall(question.question) if w.lower() in _STOPWORDS]
-        miss = " ".join(keywords[-3:]) or "answer"
-        await recorder.step(f"Search {miss}")
-        if _target_link(session, question.url) is not None:
-            detour = None  # the miss found the page after all: no detour to show
     link: int | None = None
-    for query in queries:
+    for query in search_queries(question, rng):
         await recorder.step(f"Search {query}")
         link = _target_link(session, question.url)
         if link is not None:
@@ -320,8 +264,7 @@ async def _demonstrate_longform(
     recorder = Recorder(session, question.question)
     title = (question.title or "").split(" (")[0]
     urls = question.supporting_urls or [None] * len(question.supporting)
-    query = rng.choice(search_queries(question, rng))
-    opened = await _open(recorder, session, query, question.url)
+    opened = await _open(recorder, session, question_query(question.question), question.url)
     if not opened and not await _open(recorder, session, title, question.url):
         return None
     for sentence, url in zip(question.supporting, urls, strict=True):
@@ -346,8 +289,7 @@ async def _demonstrate_decline(
     """Searches as for any question, opens the most promising result, quotes the closest
     thing it says, and declines: the quote is what was found, and it does not answer."""
     recorder = Recorder(session, question.question)
-    words = [w.strip(".'?") for w in _WORD.findall(question.question)]
-    query = " ".join(w for w in words if w and w.lower() not in _STOPWORDS) or question.question
+    query = question_query(question.question)
     await recorder.step(f"Search {query}")
     links = sorted(session.page.links)
     if not links or session.done:

@@ -1,7 +1,7 @@
 """Where a policy's wrong factoid answers go wrong: search, view, quote choice or answer.
 
     .venv/bin/python scripts/quote_diagnosis.py QUESTIONS.jsonl URL,MODEL OUT.jsonl \
-        [--split dev] [--max-actions 20] [--relevant-quotes K]
+        [--split dev] [--max-actions 20] [--relevant-quotes K] [--no-question-search]
 
 Runs one greedy guided episode a factoid on the offline web against a running
 OpenAI-compatible policy server (`webgpt model serve`), and writes a line a question: its
@@ -9,7 +9,9 @@ commands, answer, and how far the gold answer came: onto a page opened, into the
 view when the policy quoted, among the quote choices the grammar offered, into the quote
 taken. Prints the count of each outcome. This is how the relevant-quotes rule was found
 (docs/questions.md, "Relevant quotes"): in 64 of v14's 115 wrong answers on the people
-dev half, a choice holding the gold answer was offered and another one quoted.
+dev half, a choice holding the gold answer was offered and another one quoted; and the
+question's own search (docs/questions.md): with one relevant sentence and the policy's own
+first search, 33 of 147 episodes never opened a page holding the gold answer.
 """
 
 import argparse
@@ -68,7 +70,11 @@ async def diagnose(args: argparse.Namespace) -> None:
     url, _, model = args.policy.partition(",")
     web = offline_web(None)
     policy = OpenAIPolicy(url, model, api_key=None, guided=True)
-    config = EpisodeConfig(temperature=0.0, relevant_quotes=args.relevant_quotes or None)
+    config = EpisodeConfig(
+        temperature=0.0,
+        relevant_quotes=args.relevant_quotes or None,
+        question_search=args.question_search,
+    )
     assert web.engine is not None
     session_config = replace(SessionConfig(args.max_actions), render=web.options.render)
     counts: Counter[str] = Counter()
@@ -109,6 +115,7 @@ def main() -> None:
     parser.add_argument("--split", default=None)
     parser.add_argument("--max-actions", type=int, default=20)
     parser.add_argument("--relevant-quotes", type=int, default=0, metavar="K")
+    parser.add_argument("--question-search", action=argparse.BooleanOptionalAction, default=True)
     asyncio.run(diagnose(parser.parse_args()))
 
 

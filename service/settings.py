@@ -71,12 +71,14 @@ class ServiceSettings(Settings):
     # what no quote shows.
     explanation_quotes: int = Field(default=2, ge=1, le=2)
     grounded_declines: bool = True
-    # docs/questions.md, "Relevant quotes and stated numbers": a Quote for a question asking
-    # for no explanation takes only this many of the sentences in view that bear most on it
-    # (0: any), and a how-many question answers with a number a quote shows (both on by
-    # default); opt-in, a Find on a page that writes names before their arguments takes
+    # docs/questions.md, "The question's own search" and "Relevant quotes and stated
+    # numbers", all on by default: an episode's first Search is the question's own words, a
+    # Quote for a question asking for no explanation takes only this many of the sentences
+    # in view that bear most on it (0: any), and a how-many question answers with a number a
+    # quote shows; opt-in, a Find on a page that writes names before their arguments takes
     # one of those.
-    relevant_quotes: int = Field(default=2, ge=0, le=100)
+    question_search: bool = True
+    relevant_quotes: int = Field(default=1, ge=0, le=100)
     quantity_numbers: bool = True
     finds_on_page: bool = False
     reward_model: Path | None = None  # None: n must be 1
@@ -144,6 +146,7 @@ class ServiceSettings(Settings):
             "relevant_quotes": self.relevant_quotes or None,
             "quantity_numbers": self.quantity_numbers,
             "finds_on_page": self.finds_on_page,
+            "question_search": self.question_search,
         }
 
     def database(self) -> str | Path:

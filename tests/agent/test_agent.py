@@ -62,7 +62,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
     async def collect(event: TraceEvent) -> None:
         events.append(event)
 
-    result = await Agent(web, policy).answer("Can crows recognise people?", emit=collect)
+    result = await Agent(web, policy).answer("Do crows recognise faces?", emit=collect)
 
     assert result.answer == "Crows recognise human faces and remember them [1]."
     [reference] = result.references
@@ -87,7 +87,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
         assert re.fullmatch(request["structured_outputs"]["regex"], command)
     [answering] = [r for r in script.requests if r.get("stream")]
     assert answering["prompt"] == (
-        "Can crows recognise people?■[1] Crow (en.wikipedia.org)\n\n"
+        "Do crows recognise faces?■[1] Crow (en.wikipedia.org)\n\n"
         "Crows can recognise individual human faces and remember them for years.■"
     )
     assert answering["stop"] == ["■"]

@@ -334,20 +334,17 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() 
 
     parser = argparse.ArgumentParser()
     add_answer_rules(parser)
-    default = EpisodeConfig(**answer_rules(parser.parse_args([])))
-    assert (
-        (default.relevant_quotes, default.quantity_numbers, default.finds_on_page)
-        == (
-            EpisodeConfig().relevant_quotes,
-            EpisodeConfig().quantity_numbers,
-            False,
+
+    def rules(config: EpisodeConfig) -> tuple[object, ...]:
+        return (
+            config.relevant_quotes,
+            config.quantity_numbers,
+            config.finds_on_page,
+            config.question_search,
         )
-        == (2, True, False)
-    )
+
+    default = EpisodeConfig(**answer_rules(parser.parse_args([])))
+    assert rules(default) == rules(EpisodeConfig()) == (1, True, False, True)
     off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--finds-on-page"]
-    changed = EpisodeConfig(**answer_rules(parser.parse_args(off)))
-    assert (changed.relevant_quotes, changed.quantity_numbers, changed.finds_on_page) == (
-        None,
-        False,
-        True,
-    )
+    changed = EpisodeConfig(**answer_rules(parser.parse_args([*off, "--no-question-search"])))
+    assert rules(changed) == (None, False, True, False)

@@ -4,6 +4,7 @@ EpisodeConfig.relevant_quotes); and finds on the page: a Find takes a name the p
 before its arguments (grammar.shown_names, EpisodeConfig.finds_on_page)."""
 
 import json
+import math
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from tests.agent.test_agent import CROW_EPISODE
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import browsing_regex, shown_names
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.relevance import most_relevant, question_terms, term_weights
+from webgpt.agent.relevance import NUMBER_TERM, most_relevant, question_terms, term_weights
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
@@ -43,6 +44,20 @@ def test_the_sentence_that_answers_outranks_the_page_s_first() -> None:
     ]
     # words are matched, not meanings: "people live" is not "population"
     assert most_relevant("how many people live in malawi", MALAWI, MALAWI_PAGE, 1) == [MALAWI[0]]
+
+
+def test_a_number_bears_on_a_how_many_question() -> None:
+    """Under quantity numbers a how-many question counts a number among its terms: the
+    sentence that gives one outranks the page's first, which names the subject alone."""
+    question = "how many people live in malawi"
+    assert most_relevant(question, MALAWI, MALAWI_PAGE, 1, numbers_bear=True) == [MALAWI[2]]
+    # weighted as a word would be: two of the page's five sentences show a number
+    weight = term_weights({NUMBER_TERM}, MALAWI_PAGE)[NUMBER_TERM]
+    assert weight == pytest.approx(math.log((5 + 1) / (2 + 0.5)))
+    assert most_relevant(question, MALAWI, MALAWI_PAGE, 1) == [MALAWI[0]]  # off: no number
+    assert EpisodeConfig().wants_number(question)
+    assert not EpisodeConfig(quantity_numbers=False).wants_number(question)
+    assert not EpisodeConfig().wants_number("which country borders malawi to the west")
 
 
 def test_the_chosen_keep_their_order_on_the_page_and_ties_keep_the_earlier() -> None:

@@ -3,17 +3,20 @@ replay, and the prompts behavior cloning trains on being the agent's own."""
 
 import json
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.agent.fake_policy import Script, fake_policy_app
+from tests.conftest import LEARNING_ARTICLES
 from tests.servers import serve
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import answer_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
-from webgpt.browser.web import Web
+from webgpt.browser.web import Web, WebOptions
 from webgpt.evals.questions import contains_gold, normalize, split_of
 from webgpt.learning.bc import examples_of
 from webgpt.learning.demonstrations import (
@@ -24,6 +27,24 @@ from webgpt.learning.demonstrations import (
 )
 from webgpt.learning.question_generator import generate_questions, wikipedia_questions
 from webgpt.learning.scripted import ScriptedConfig, demonstrate
+
+
+@pytest.fixture
+async def detour_web(tmp_path: Path) -> AsyncIterator[Web]:
+    """The learning web and a page that shares the crow's words: a search of the question's
+    own words shows a wrong result to open and leave (the wrong-result detour)."""
+    raven = {
+        "title": "Raven",
+        "description": "Bird of the genus Corvus",
+        "extract": "Ravens are large birds of the genus Corvus, the genus of crows.",
+    }
+    summaries = tmp_path / "summaries.json"
+    summaries.write_text(json.dumps({**LEARNING_ARTICLES, "Raven": raven}))
+    build_corpus(tmp_path / "web.sqlite", [("wikipedia", wikipedia_pages(summaries))])
+    options = WebOptions(offline_store=tmp_path / "web.sqlite", offline_only=True, js_mode="never")
+    opened = Web(options)
+    yield opened
+    await opened.aclose()
 
 
 async def scripted_demos(web: Web, detour_share: float = 0.0, seed: int = 0) -> list[Demonstration]:
@@ -114,9 +135,9 @@ def test_answer_normalisation_ignores_case_punctuation_and_articles() -> None:
 
 
 async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
-    learning_web: Web,
+    detour_web: Web,
 ) -> None:
-    demos = await scripted_demos(learning_web, detour_share=0.5)
+    demos = await scripted_demos(detour_web, detour_share=0.5)
     assert len(demos) >= 6
     assert any(d.meta["detour"] for d in demos)
     for demo in demos:
@@ -128,10 +149,10 @@ async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
         assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
         assert demo.steps[-1].command == "End: Answer"
         # the environment reproduces every observation byte for byte
-        assert await replay(demo, learning_web.session()) == []
+        assert await replay(demo, detour_web.session()) == []
         # every quote occurs verbatim in its page
         for quote in demo.quotes:
-            page = await learning_web.loader.load(quote.url)
+            page = await detour_web.loader.load(quote.url)
             assert page.text_index.find(quote.extract) is not None
 
 
@@ -252,17 +273,17 @@ async def test_schema_errors_are_reported_by_line_and_skipped(
 
 
 async def test_training_prompts_are_the_prompts_the_live_agent_sends(
-    learning_web: Web, tmp_path: Path
+    detour_web: Web, tmp_path: Path
 ) -> None:
     """Train/serve skew: each example's prompt equals what the agent sends for that state."""
-    demo = next(d for d in await scripted_demos(learning_web, detour_share=1.0) if len(d.steps) > 4)
+    demo = next(d for d in await scripted_demos(detour_web, detour_share=1.0) if len(d.steps) > 4)
     path = tmp_path / "d.jsonl"
     write_demonstrations(path, [demo])
     [loaded], _ = load_demonstrations([path])
     script = Script(commands=[s.command for s in loaded.steps], answers=[loaded.answer or ""])
     with serve(fake_policy_app(script)) as base:
         policy = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
-        session = learning_web.session(config=loaded.session.config())
+        session = detour_web.session(config=loaded.session.config())
         result = await run_episode(0, session, policy, loaded.question, EpisodeConfig(guided=False))
         await policy.aclose()
     assert result.answer == loaded.answer

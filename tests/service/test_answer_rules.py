@@ -1,6 +1,7 @@
-"""The service answers under the answer rules its settings choose: the opt-in relevant
-quotes (WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS) and finds on the
-page (WEBGPT_FINDS_ON_PAGE) reach the grammars the policy is sent."""
+"""The service answers under the answer rules its settings choose: relevant quotes
+(WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS), the question's own
+search (WEBGPT_QUESTION_SEARCH) and the opt-in finds on the page (WEBGPT_FINDS_ON_PAGE)
+reach the grammars the policy is sent."""
 
 import re
 
@@ -23,11 +24,11 @@ def _grammars(script: Script) -> tuple[list[str], list[str]]:
 
 
 def test_a_quote_is_offered_as_the_settings_choose(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
-    """WEBGPT_RELEVANT_QUOTES=0 makes every sentence in view quotable; 1 offers only the one
-    that bears most on the question (the default, 2, offers both of the page's two)."""
+    """WEBGPT_RELEVANT_QUOTES=0 makes every sentence in view quotable; 1, the default,
+    offers only the one that bears most on the question; 2 both of the page's two."""
     question = "Do crows remember human faces?"
     offered = []
-    for overrides in ({"relevant_quotes": 0}, {"relevant_quotes": 1}, {}):
+    for overrides in ({"relevant_quotes": 0}, {}, {"relevant_quotes": 2}):
         script.requests.clear()
         script.answers[:] = ["Crows remember faces [1]."]
         with service_url(**overrides) as base:
@@ -66,6 +67,28 @@ def test_a_how_many_answer_states_a_number_as_the_settings_choose(
     assert admits == [[True, True], [False, True]]
 
 
+def test_the_first_search_is_the_question_s_words_as_the_settings_choose(
+    service_url, script: Script
+) -> None:  # type: ignore[no-untyped-def]
+    """By default the first Search the policy may write is the question's own words;
+    WEBGPT_QUESTION_SEARCH=false leaves it the policy's."""
+    admits = []
+    for overrides in ({}, {"question_search": False}):
+        script.requests.clear()
+        script.answers[:] = ["Crows remember faces [1]."]
+        with service_url(**overrides) as base:
+            question = {"question": "Do crows remember human faces?"}
+            assert httpx.post(f"{base}/answer", json=question, timeout=60).status_code == 200
+        first_search = _grammars(script)[0][0]
+        admits.append(
+            [
+                bool(re.fullmatch(first_search, f"Search {q}\n"))
+                for q in ("crows remember human faces", "Crow")
+            ]
+        )
+    assert admits == [[True, False], [True, True]]
+
+
 def test_answer_rule_settings_are_checked() -> None:
     with pytest.raises(ValidationError, match="relevant_quotes"):
         ServiceSettings(relevant_quotes=-1)
@@ -74,22 +97,23 @@ def test_answer_rule_settings_are_checked() -> None:
 def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Relevant quotes 2 and quantity numbers by default, finds on the page off; each one
-    setting away (the grammars' own tests: tests/agent/test_relevance.py)."""
+    """The question's own search, relevant quotes 1 and quantity numbers by default, finds
+    on the page off; each one setting away (the grammars' own tests:
+    tests/agent/test_relevance.py, tests/agent/test_queries.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
+    def rules(config: EpisodeConfig) -> tuple[object, ...]:
+        return (
+            config.finds_on_page,
+            config.relevant_quotes,
+            config.quantity_numbers,
+            config.question_search,
+        )
+
     default = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert (default.finds_on_page, default.relevant_quotes, default.quantity_numbers) == (
-        False,
-        2,
-        True,
-    )
+    assert rules(default) == rules(EpisodeConfig()) == (False, 1, True, True)
     monkeypatch.setenv("WEBGPT_FINDS_ON_PAGE", "true")
     monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "0")
     monkeypatch.setenv("WEBGPT_QUANTITY_NUMBERS", "false")
-    config = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert (config.finds_on_page, config.relevant_quotes, config.quantity_numbers) == (
-        True,
-        None,
-        False,
-    )
+    monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "false")
+    assert rules(EpisodeConfig(**ServiceSettings().answer_rules())) == (True, None, False, False)
