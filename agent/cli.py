@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult, Scorer
-from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.episode import EpisodeConfig, default_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
     DEFAULT_REWARD,
@@ -178,7 +178,12 @@ def register(
     answer.add_argument("--policy-model", default=None, help="model name at --policy-url")
     answer.add_argument("--policy-key", default=None, help="bearer key for --policy-url")
     answer.add_argument("--max-actions", type=int, default=100)
-    answer.add_argument("--temperature", type=float, default=0.8)
+    answer.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="default: 0 for one episode, 0.8 for --n > 1 (docs/eval/promotion-rules-sampling.md)",
+    )
     answer.add_argument("--no-guided", action="store_true", help="do not constrain commands")
     answer.add_argument(
         "--allow-refusal", action="store_true", help="guided: offer End: Nonsense/Controversial"
@@ -304,7 +309,9 @@ async def _answer_async(
         policy,
         scorer=scorer,
         episode=EpisodeConfig(
-            temperature=args.temperature,
+            temperature=default_temperature(args.n)
+            if args.temperature is None
+            else args.temperature,
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
             **answer_rules(args),

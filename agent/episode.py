@@ -36,9 +36,21 @@ DECLINE_OPENING = DECLINE_PREFIX.rstrip()
 AnswerBranch = Literal["either", "cited", "decline"]
 
 
+# WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
+# candidates differ.
+SAMPLING_TEMPERATURE = 0.8
+
+
+def default_temperature(n: int) -> float:
+    """The temperature of a request that names none: one episode is greedy, n > 1 are
+    sampled. One greedy episode was right more often than one sample or best-of-n with the
+    shipped reward model on people's dev factoids (docs/eval/promotion-rules-sampling.md)."""
+    return 0.0 if n == 1 else SAMPLING_TEMPERATURE
+
+
 @dataclass(frozen=True)
 class EpisodeConfig:
-    temperature: float = 0.8  # WebGPT's sampling temperature
+    temperature: float = SAMPLING_TEMPERATURE
     guided: bool = True  # constrain commands and answers with browser.grammar regexes
     force_finish: bool = True  # near the action limit, steer toward quoting and answering
     # Under guided decoding, may the policy end with Nonsense / Controversial? An untrained

@@ -14,7 +14,8 @@ class AnswerRequest(BaseModel):
 
     question: str = Field(min_length=1)
     n: int = Field(1, ge=1)
-    temperature: float = Field(0.8, ge=0.0, le=2.0)
+    # None: agent.episode.default_temperature(n), 0 for one episode and 0.8 for more.
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
     max_actions: int = Field(100, ge=1)
     engine: str | None = None
     stream: bool = False
@@ -212,7 +213,9 @@ class ChatRequest(BaseModel):
     best_of: int | None = Field(
         None, ge=1, description="episodes the reward model picks the n best of (extra body)"
     )
-    temperature: float = Field(0.8, ge=0.0, le=2.0)
+    temperature: float | None = Field(
+        None, ge=0.0, le=2.0, description="as /answer's: unset, 0 for one episode, else 0.8"
+    )
     deadline_s: float | None = Field(None, gt=0, description="as /answer's (extra body)")
 
     def question(self) -> str:
