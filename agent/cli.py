@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult, Scorer
-from webgpt.agent.episode import EpisodeConfig, default_temperature
+from webgpt.agent.episode import EpisodeConfig, answer_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
     DEFAULT_REWARD,
@@ -309,9 +309,7 @@ async def _answer_async(
         policy,
         scorer=scorer,
         episode=EpisodeConfig(
-            temperature=default_temperature(args.n)
-            if args.temperature is None
-            else args.temperature,
+            temperature=answer_temperature(args.n, args.temperature),
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
             **answer_rules(args),

@@ -41,10 +41,12 @@ AnswerBranch = Literal["either", "cited", "decline"]
 SAMPLING_TEMPERATURE = 0.8
 
 
-def default_temperature(n: int) -> float:
-    """The temperature of a request that names none: one episode is greedy, n > 1 are
-    sampled. One greedy episode was right more often than one sample or best-of-n with the
-    shipped reward model on people's dev factoids (docs/eval/promotion-rules-sampling.md)."""
+def answer_temperature(n: int, named: float | None = None) -> float:
+    """The temperature a request for n episodes names, else: one episode is greedy, n > 1
+    are sampled. One greedy episode was right more often than one sample or best-of-n with
+    the shipped reward model on people's dev factoids (docs/eval/promotion-rules-sampling.md)."""
+    if named is not None:
+        return named
     return 0.0 if n == 1 else SAMPLING_TEMPERATURE
 
 

@@ -14,7 +14,7 @@ class AnswerRequest(BaseModel):
 
     question: str = Field(min_length=1)
     n: int = Field(1, ge=1)
-    # None: agent.episode.default_temperature(n), 0 for one episode and 0.8 for more.
+    # None: agent.episode.answer_temperature(n), 0 for one episode and 0.8 for more.
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     max_actions: int = Field(100, ge=1)
     engine: str | None = None

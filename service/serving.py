@@ -12,7 +12,7 @@ from dataclasses import InitVar, dataclass
 from typing import Any, TypeVar
 
 from webgpt.agent.answer import Agent, AnswerResult, Scorer
-from webgpt.agent.episode import EpisodeConfig, EpisodeResult, default_temperature, write_answer
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, answer_temperature, write_answer
 from webgpt.agent.errors import PolicyUnavailable
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.trace import TraceEvent
@@ -217,11 +217,7 @@ class AnswerService:
             self.web,
             policy,
             scorer,
-            episode=self._episode_config(
-                temperature=default_temperature(request.n)
-                if request.temperature is None
-                else request.temperature
-            ),
+            episode=self._episode_config(answer_temperature(request.n, request.temperature)),
             session=SessionConfig(max_actions=request.max_actions),
         )
 
@@ -255,7 +251,7 @@ class AnswerService:
         async def run() -> tuple[EpisodeResult, str]:
             async with self.admission.slot(), self._versions() as (policy, _):
                 result = EpisodeResult(0, None, [], session.end_reason)
-                episode = self._episode_config(default_temperature(1))  # one answer: greedy
+                episode = self._episode_config(answer_temperature(1))
                 await write_answer(result, session, policy, episode)
                 return result, policy.name
 

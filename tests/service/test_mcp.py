@@ -13,6 +13,7 @@ import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.agent.fake_policy import Script
 from tests.browser.fixture_site import HitCounter
 from tests.conftest import CROW_QUOTE
 from tests.servers import serve
@@ -81,7 +82,9 @@ async def test_tools_are_listed_and_answer_is_cited_with_progress(service_url) -
     assert progress[0][1] == "episode 0: Search crow corvus"
 
 
-async def test_a_host_browses_quotes_and_gets_the_answer_written(service_url) -> None:  # type: ignore[no-untyped-def]
+async def test_a_host_browses_quotes_and_gets_the_answer_written(  # type: ignore[no-untyped-def]
+    service_url, script: Script
+) -> None:
     with service_url() as base:
         async with http_client(base) as client:
             searched = await client.call_tool("search", {"query": "crow corvus"})
@@ -101,6 +104,8 @@ async def test_a_host_browses_quotes_and_gets_the_answer_written(service_url) ->
             assert not written.is_error, written.content
             assert written.structured_content["answer"] == ANSWER  # type: ignore[index]
             assert written.structured_content["references"][0]["url"] == CROW_URL  # type: ignore[index]
+            # one answer, written greedily (agent.episode.answer_temperature)
+            assert {r["temperature"] for r in script.requests} == {0.0}
 
 
 async def test_bad_arguments_and_unknown_sessions_are_tool_errors(service_url) -> None:  # type: ignore[no-untyped-def]

@@ -1,12 +1,12 @@
 """A request that names no temperature answers with one greedy episode, and samples n > 1
-episodes at 0.8 so that they differ (agent.episode.default_temperature;
+episodes at 0.8 so that they differ (agent.episode.answer_temperature;
 docs/eval/promotion-rules-sampling.md); a temperature the request names is kept."""
 
 import httpx
 import openai
 
 from tests.agent.fake_policy import Script
-from webgpt.agent.episode import SAMPLING_TEMPERATURE, default_temperature
+from webgpt.agent.episode import SAMPLING_TEMPERATURE, answer_temperature
 
 QUESTION = "Do crows remember human faces?"
 
@@ -17,8 +17,10 @@ def _temperatures(script: Script) -> set[float]:
 
 
 def test_the_default_temperature_is_greedy_for_one_episode_only() -> None:
-    assert default_temperature(1) == 0.0
-    assert default_temperature(2) == default_temperature(8) == SAMPLING_TEMPERATURE == 0.8
+    assert answer_temperature(1) == 0.0
+    assert answer_temperature(2) == answer_temperature(8) == SAMPLING_TEMPERATURE == 0.8
+    assert answer_temperature(1, 0.5) == answer_temperature(4, 0.5) == 0.5
+    assert answer_temperature(4, 0.0) == 0.0  # named: kept, even for n > 1
 
 
 def test_one_episode_is_greedy_unless_the_request_names_a_temperature(  # type: ignore[no-untyped-def]
