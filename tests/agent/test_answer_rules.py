@@ -326,6 +326,17 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
         assert len([r for r in script.requests if r.get("stream")]) == 1
 
 
+def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
+    """The settings of the rules of relevant quotes, stated numbers, finds on the page and
+    the question's own search, as the command line and the service set them."""
+    return (
+        config.relevant_quotes,
+        config.quantity_numbers,
+        config.finds_on_page,
+        config.question_search,
+    )
+
+
 def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() -> None:
     """`webgpt answer` and `webgpt eval` share these options (agent.cli.add_answer_rules)."""
     import argparse
@@ -334,17 +345,8 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() 
 
     parser = argparse.ArgumentParser()
     add_answer_rules(parser)
-
-    def rules(config: EpisodeConfig) -> tuple[object, ...]:
-        return (
-            config.relevant_quotes,
-            config.quantity_numbers,
-            config.finds_on_page,
-            config.question_search,
-        )
-
     default = EpisodeConfig(**answer_rules(parser.parse_args([])))
-    assert rules(default) == rules(EpisodeConfig()) == (1, True, False, True)
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, False, True)
     off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--finds-on-page"]
     changed = EpisodeConfig(**answer_rules(parser.parse_args([*off, "--no-question-search"])))
-    assert rules(changed) == (None, False, True, False)
+    assert rule_settings(changed) == (None, False, True, False)

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.agent.fake_policy import Script
+from tests.agent.test_answer_rules import rule_settings
 from webgpt.service.settings import ServiceSettings
 
 FIRST_SENTENCE = "Crows are birds of the genus Corvus."
@@ -102,18 +103,11 @@ def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     tests/agent/test_relevance.py, tests/agent/test_queries.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
-    def rules(config: EpisodeConfig) -> tuple[object, ...]:
-        return (
-            config.finds_on_page,
-            config.relevant_quotes,
-            config.quantity_numbers,
-            config.question_search,
-        )
-
     default = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert rules(default) == rules(EpisodeConfig()) == (False, 1, True, True)
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, False, True)
     monkeypatch.setenv("WEBGPT_FINDS_ON_PAGE", "true")
     monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "0")
     monkeypatch.setenv("WEBGPT_QUANTITY_NUMBERS", "false")
     monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "false")
-    assert rules(EpisodeConfig(**ServiceSettings().answer_rules())) == (True, None, False, False)
+    config = EpisodeConfig(**ServiceSettings().answer_rules())
+    assert rule_settings(config) == (None, False, True, False)
