@@ -90,9 +90,12 @@ def test_the_first_search_is_the_question_s_words_as_the_settings_choose(
     assert admits == [[True, False], [True, True]]
 
 
-def test_answer_rule_settings_are_checked() -> None:
+def test_answer_rule_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValidationError, match="relevant_quotes"):
         ServiceSettings(relevant_quotes=-1)
+    monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "sometimes")
+    with pytest.raises(ValidationError, match="question_search"):
+        ServiceSettings()
 
 
 def test_the_rules_reach_the_episode_as_the_environment_sets_them(

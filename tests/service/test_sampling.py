@@ -49,3 +49,14 @@ def test_n_episodes_are_sampled_on_the_openai_route(service_url, script: Script)
             client.chat.completions.create(model="webgpt", messages=messages, n=n)  # type: ignore[arg-type]
             seen.append(_temperatures(script))
     assert seen == [{SAMPLING_TEMPERATURE}, {0.0}]
+
+
+def test_a_temperature_out_of_range_is_refused_and_nothing_is_asked(  # type: ignore[no-untyped-def]
+    service_url, script: Script
+) -> None:
+    with service_url() as base:
+        for bad in (-0.1, 2.5, "hot"):
+            body = {"question": QUESTION, "temperature": bad}
+            response = httpx.post(f"{base}/answer", json=body, timeout=60)
+            assert response.status_code == 422 and "temperature" in response.text
+    assert script.requests == []
