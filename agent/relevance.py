@@ -8,6 +8,15 @@ although the sentence that answers is in view ("It is bordered by Zambia to the 
 A sentence's relevance is the question's words it shares, each weighted by how rare the
 word is among the page's sentences (inverse document frequency, as BM25 weights terms): the
 page's subject stands in most of its sentences and weighs little, "west" weighs much.
+
+Two rules read what a sentence adds to the question. One that holds none of its own words
+restates the question and answers nothing: a page's short description, from which a
+question was often made ("Capital and largest city of Tunisia" for "what is the name of the
+capital and largest city of tunisia"), bears on it no more than an unrelated sentence. And
+a question asking how many or in what year is answered by a number: under numbers_bear a
+sentence showing a number the question does not outranks every sentence that shows none
+("English mathematician and philosopher (1861–1947)" for "in what year did Alfred North
+Whitehead die", above the page's first sentence naming him).
 """
 
 import math
@@ -40,6 +49,7 @@ _CODE = re.compile(r"^\s*(?:>>>|[\w.]+\()")
 # sentence that names the family twice). No word is written "#".
 NUMBER_TERM = "#"
 _DIGIT = re.compile(r"\d")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # A word is compared by its first letters, and a shorter one as the opening of a longer:
 # "borders" matches "bordered", "populated" "population", "die" "died".
 _STEM_CHARS = 5
@@ -85,6 +95,24 @@ def relevance(sentence: str, weights: dict[str, float], heading: str | None = No
     return sum(weight for term, weight in weights.items() if _holds(stems, term))
 
 
+def restates(sentence: str, question: str) -> bool:
+    """Whether each of the sentence's words that says what it is about is one of the
+    question's, or one of them extended ("died" of "die"): it adds nothing to the question."""
+    asked = _content_words(question)
+    return all(any(word.startswith(a) for a in asked) for word in _content_words(sentence))
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(_fold(text)) if w not in _QUESTION_WORDS and len(w) > 1]
+
+
+def _new_number(sentence: str, question: str) -> bool:
+    """The sentence, not a line of code, shows a number that the question does not."""
+    return not _CODE.match(sentence) and bool(
+        set(_NUMBER.findall(sentence)) - set(_NUMBER.findall(question))
+    )
+
+
 def _holds(stems: set[str], term: str) -> bool:
     return term in stems or (len(term) < _STEM_CHARS and any(s.startswith(term) for s in stems))
 
@@ -98,15 +126,20 @@ def most_relevant(
     numbers_bear: bool = False,
 ) -> list[str]:
     """The limit choices that bear most on the question, in their order on the page; of
-    equally relevant ones, the earlier. A question with no word of its own keeps the first.
-    numbers_bear (a how-many question): a number is one of the question's terms."""
+    equally relevant ones, the earlier. A question with no word of its own keeps the first;
+    a choice that restates the question bears on it not at all. numbers_bear (a how-many
+    question): a number is one of the question's terms, and the choices showing one the
+    question does not come before all others."""
     if len(choices) <= limit:
         return list(choices)
     terms = question_terms(question) | ({NUMBER_TERM} if numbers_bear else set())
     weights = term_weights(terms, page_text)
     scores = [
-        relevance(choice, weights, choices[i - 1] if i else None)
+        0.0
+        if restates(choice, question)
+        else relevance(choice, weights, choices[i - 1] if i else None)
         for i, choice in enumerate(choices)
     ]
-    ranked = sorted(range(len(choices)), key=lambda i: (-scores[i], i))
+    numberless = [numbers_bear and not _new_number(choice, question) for choice in choices]
+    ranked = sorted(range(len(choices)), key=lambda i: (numberless[i], -scores[i], i))
     return [choices[i] for i in sorted(ranked[:limit])]

@@ -96,6 +96,7 @@ async def diagnose(args: argparse.Namespace) -> None:
                     "gold_url": question.url,
                     "answer": result.answer,
                     "outcome": found,
+                    "unshown": result.unshown,
                     "commands": [step.command for step in result.steps],
                     "choices": [choices for _, choices, _ in session.quote_steps],
                 }

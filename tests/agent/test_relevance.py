@@ -16,7 +16,13 @@ from tests.agent.test_agent import CROW_EPISODE
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import browsing_regex, shown_names
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.relevance import NUMBER_TERM, most_relevant, question_terms, term_weights
+from webgpt.agent.relevance import (
+    NUMBER_TERM,
+    most_relevant,
+    question_terms,
+    restates,
+    term_weights,
+)
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
@@ -58,6 +64,54 @@ def test_a_number_bears_on_a_how_many_question() -> None:
     assert EpisodeConfig().wants_number(question)
     assert not EpisodeConfig(quantity_numbers=False).wants_number(question)
     assert not EpisodeConfig().wants_number("which country borders malawi to the west")
+
+
+TUNIS = [
+    "Capital and largest city of Tunisia",  # the page's short description
+    "Tunis is the capital and largest city of Tunisia.",
+    "The greater metropolitan area of Tunis has some 2.7 million residents.",
+]
+WHITEHEAD = [
+    "Alfred North Whitehead",
+    "English mathematician and philosopher (1861–1947)",
+    "Alfred North Whitehead was an English mathematician and philosopher.",
+    "He created the philosophical school known as process philosophy.",
+]
+
+
+def test_a_sentence_that_restates_the_question_bears_on_it_not_at_all() -> None:
+    """A question made from a page's short description holds all its words: the line
+    restates the question and says nothing of what it asks."""
+    question = "What is the name of the capital and largest city of Tunisia?"
+    assert restates(TUNIS[0], question)
+    assert not restates(TUNIS[1], question)  # "Tunis" is not "Tunisia"
+    assert most_relevant(question, TUNIS, "\n".join(TUNIS), 1) == [TUNIS[1]]
+    emperor = [
+        "Emperor of China from 221 to 210 BC",
+        "Qin Shi Huang was the founder of the Qin dynasty and the first emperor of China.",
+    ]
+    asked = "What is the name of the emperor of China from 221 to 210 BC?"
+    assert most_relevant(asked, emperor, "\n".join(emperor), 1) == [emperor[1]]
+    # a word of the question extended is the question's too, and its kind words add nothing
+    assert restates("Whitehead died.", "When did Whitehead die?")
+    assert not restates("Whitehead died in 1947.", "When did Whitehead die?")
+
+
+def test_a_year_question_takes_a_sentence_showing_a_number_first() -> None:
+    """On a biography most sentences name the subject and many show a year: the number
+    term weighs little, and the page's first sentence about the man outranked his dates."""
+    question = "In what year did Alfred North Whitehead die?"
+    page = "\n".join([*WHITEHEAD, "In 1910 he wrote Principia Mathematica with Russell."])
+    assert most_relevant(question, WHITEHEAD, page, 1, numbers_bear=True) == [WHITEHEAD[1]]
+    assert most_relevant(question, WHITEHEAD, page, 1) == [WHITEHEAD[2]]  # off: words alone
+    # a number the question shows is not an answer to it, nor a line of code's
+    asked = "How many people lived in Tunis in 2020?"
+    numbered = ["Tunis had 638,845 people.", "In 2020 Tunis grew.", "f(2020)"]
+    ranked = most_relevant(asked, numbered[1:], "\n".join(numbered), 1, numbers_bear=True)
+    assert ranked == [numbered[1]]  # neither shows a new number: relevance decides
+    assert most_relevant(asked, numbered, "\n".join(numbered), 1, numbers_bear=True) == [
+        numbered[0]
+    ]
 
 
 def test_the_chosen_keep_their_order_on_the_page_and_ties_keep_the_earlier() -> None:
