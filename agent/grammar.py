@@ -114,7 +114,8 @@ def browsing_regex(
     numbers_bear: bool = False,
 ) -> str:
     """The commands that make sense in the session's current state. Browsing ends once it
-    holds min_quotes quotes, or one when its actions are running out; a sentence quoted
+    holds min_quotes quotes; with its actions running out, once it holds one, after quoting
+    what is in view where it wants more; a sentence quoted
     already is not offered again, and with relevant_quotes K only the K in view that bear
     most on the question are offered (agent.relevance; numbers_bear: a how-many question,
     for which a number is one of its terms). With finds_on_page, a page that
@@ -143,6 +144,15 @@ def browsing_regex(
         # Quote what is in view, else open a page, else search with the question's own
         # words (a free query may match nothing): the shortest way to a quote.
         return quote if quotes else click if link_ids else _question_search(session.question)
+    if (
+        force_finish
+        and len(session.quotes) < min_quotes
+        and quotes
+        and left <= FORCE_FINISH_ACTIONS
+    ):
+        # An explanation holding one quote takes another from what is in view: answered
+        # from one quote, it cites one.
+        return quote
     options = [search]
     if link_ids:
         options.append(click)

@@ -15,7 +15,12 @@ from webgpt.agent.answer_rules import (
 )
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, run_episode
-from webgpt.agent.grammar import FORCE_FINISH_ACTIONS, browsing_regex, cited_answer_regex
+from webgpt.agent.grammar import (
+    FORCE_FINISH_ACTIONS,
+    browsing_regex,
+    cited_answer_regex,
+    quote_choices,
+)
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
 from webgpt.browser.session import SessionConfig
@@ -183,7 +188,14 @@ async def test_an_explanation_browses_until_it_holds_two_different_quotes(web: W
     assert re.fullmatch(browsing_regex(session), "End: Answer")  # one quote is enough for a fact
     while session.actions_left > FORCE_FINISH_ACTIONS:
         await session.step("Top")
-    # its actions running out, it may answer from the one quote it has
+    # its actions running out, it quotes a second sentence in view
+    running_out = browsing_regex(session, min_quotes=2)
+    assert re.fullmatch(running_out, f"Quote: {second}")
+    assert not re.fullmatch(running_out, "End: Answer")
+    assert not re.fullmatch(running_out, "Scrolled down 1")
+    await session.step("Search zzzz")  # a view with nothing to quote
+    assert session.actions_left <= FORCE_FINISH_ACTIONS and not quote_choices(session)
+    # nothing in view to quote: it may answer from the one quote it has
     assert re.fullmatch(browsing_regex(session, min_quotes=2), "End: Answer")
 
 
