@@ -9,6 +9,7 @@ else ("Who won the 2030 FIFA World Cup?" answered from a quote about 2022).
 """
 
 import re
+import string
 import unicodedata
 from collections.abc import Sequence
 
@@ -57,6 +58,36 @@ _NUMBER_WORDS = (
     "eleven", "twelve",
 )  # fmt: skip
 _ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation + "–—’‘“”", " "))
+
+
+def normalize(text: str) -> str:
+    """Lower case, no punctuation, articles or extra spaces (SQuAD's answer normalisation)."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
+
+
+# Where an answer's sentences end: at a sentence's end, and at a citation, so that a loop
+# that never ends a sentence ("X of [1] X of [2] X of [1]") still shows its repeats.
+_ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\[\d+\]")
+_ASIDE = re.compile(r"\([^()]*\)")
+MIN_SENTENCE_WORDS = 3
+# An answer that says the same this many words twice repeats itself (a quote's opening
+# and then the whole quote, a loop); two quotes of a page seldom share such a run.
+REPEATED_WORDS = 8
+
+
+def distinct_sentence_count(answer: str) -> int:
+    """The answer's sentences of MIN_SENTENCE_WORDS words or more (parentheses aside, so a
+    page's "Title (site) [1]." is not one), and 0 when it repeats itself: a sentence
+    twice, or REPEATED_WORDS words twice (normalised as gold answers are)."""
+    sentences = [normalize(_ASIDE.sub(" ", s)) for s in _ANSWER_SENTENCE_END.split(answer.strip())]
+    counted = [s for s in sentences if len(s.split()) >= MIN_SENTENCE_WORDS]
+    words = " ".join(counted).split()
+    runs = [tuple(words[i : i + REPEATED_WORDS]) for i in range(len(words) - REPEATED_WORDS + 1)]
+    if len(set(counted)) < len(counted) or len(set(runs)) < len(runs):
+        return 0
+    return len(counted)
 
 
 def asks_for_explanation(question: str) -> bool:

@@ -7,14 +7,22 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from webgpt.agent.answer_rules import asks_for_explanation, asks_for_quantity, unshown_names
+from webgpt.agent.answer_rules import (
+    asks_for_explanation,
+    asks_for_quantity,
+    distinct_sentence_count,
+    normalize,
+    unshown_names,
+)
 from webgpt.agent.declines import DECLINE_CLAUSE_REGEX, DECLINE_PREFIX, is_declined, uncited_decline
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.grammar import (
+    ANSWER_TEXT,
     Quoted,
     answer_regex,
     browsing_regex,
     cited_answer_regex,
+    continued_answer_regex,
     with_stop,
 )
 from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
@@ -33,6 +41,9 @@ CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
 # A decline's opening words as the model tokenizes them (" say", then " who ..."): what a
 # decline threshold scores, and what a decline it chose is written after.
 DECLINE_OPENING = DECLINE_PREFIX.rstrip()
+# An answer written again after it said a sentence twice opens its next sentence with at
+# least this many of a quote's words (agent.episode.reopen).
+MIN_OPENING_WORDS = 3
 AnswerBranch = Literal["either", "cited", "decline"]
 
 
@@ -174,13 +185,18 @@ def answer_sampling(
     branch: AnswerBranch = "either",
     *,
     bounded: bool = False,
+    reopened_cite: int | None = None,
 ) -> Sampling:
     """How the answer to the question is sampled from the answer-phase prompt of its quotes:
     a cited answer or a decline, or one of them alone; the decline's rest after
     DECLINE_OPENING, which the prompt then ends with. bounded: the first citation within
-    reach wherever the quotes show numbers (grammar.cited_answer_regex)."""
+    reach wherever the quotes show numbers (grammar.cited_answer_regex). reopened_cite: the
+    rest of an answer whose sentence citing that quote the prompt opens
+    (grammar.continued_answer_regex)."""
     if branch == "decline":
         regex = f" {DECLINE_CLAUSE_REGEX}"
+    elif reopened_cite is not None:
+        regex = continued_answer_regex(question, quotes, reopened_cite)
     else:
         cited = answer_regex if branch == "either" else cited_answer_regex
         regex = cited(
@@ -322,10 +338,53 @@ async def write_answer(
         sampling = answer_sampling(config, session.question, session.quotes, branch, bounded=True)
         text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
         answer, result.dangling_citations = served_answer(opening + text, len(session.quotes))
+    reopened = (
+        reopen(answer, session.quotes) if config.quotes_wanted(session.question) > 1 else None
+    )
+    if config.guided and reopened is not None:
+        # An explanation that said a sentence twice ("X [1]. X [2].") is written once more
+        # from its first citation, the next sentence opened with the words of a quote it
+        # does not cite there; kept where it says nothing twice. The trace shows both.
+        head, cite = reopened
+        if emit is not None:
+            await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + head))
+        sampling = answer_sampling(
+            config, session.question, session.quotes, branch, reopened_cite=cite
+        )
+        text, finish = await _stream_answer(result, policy, prompt + head, sampling, emit)
+        again, dangling = served_answer(head + text, len(session.quotes))
+        if finish != "length" and distinct_sentence_count(again) > 0:
+            answer, result.dangling_citations = again, dangling
     result.timings.policy_s += time.perf_counter() - clock
     result.answer = answer
     if is_declined(answer):  # it cites nothing, so it has no references
         result.references = []
+
+
+def reopen(answer: str, quotes: Sequence[Quoted]) -> tuple[str, int] | None:
+    """An answer that says a sentence twice, cut after its first citation and the next
+    sentence opened with a quote it does not cite there, and that quote's number: the
+    quote's first words, MIN_OPENING_WORDS or more, to the first that the answer's first
+    sentence does not open with ("Since its premiere," after "1949 play by Arthur Miller
+    ... [1]."). None for an answer that says nothing twice, declines, or cites no quote
+    that another could follow."""
+    first = CITATION.search(answer)
+    if is_declined(answer) or first is None or distinct_sentence_count(answer) > 0:
+        return None
+    cited = int(first[1])
+    other = next((n for n in range(1, len(quotes) + 1) if n != cited), None)
+    if other is None:
+        return None
+    words = quotes[other - 1].extract.split()
+    said = normalize(answer[: first.start()])
+    count = MIN_OPENING_WORDS
+    while count < len(words) and said.startswith(normalize(" ".join(words[:count]))):
+        count += 1
+    opening = " ".join(words[:count])
+    if not re.fullmatch(f"({ANSWER_TEXT}|[0-9])+", opening):  # no bracket, no line break
+        return None
+    stop = "." if answer[first.end() :].startswith(".") else ""
+    return f"{answer[: first.end()]}{stop} {opening}", other
 
 
 async def _stream_answer(

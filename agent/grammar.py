@@ -302,6 +302,25 @@ def cited_answer_regex(
     return f"{first}{_alternatives(then)}{more}{tail}"
 
 
+def continued_answer_regex(question: str, quotes: Sequence[Quoted], cite: int) -> str:
+    """The rest of an answer whose sentence citing quote `cite` the prompt has opened: that
+    sentence to its citation, up to MAX_CITATIONS - 2 more cited sentences, and at most
+    MAX_TAIL_CHARS after the last (agent.episode.write_answer: an explanation's answer
+    written again after it said a sentence twice). Numbers as in cited_answer_regex; the
+    sentence's rest is unbounded, as a first sentence with numbers is."""
+    text = ANSWER_TEXT
+    rest = f"{text}+"
+    sentence = f"{text}{{{MIN_SENTENCE_CHARS},}}"
+    numbers = shown_numbers(question, quotes)
+    if numbers:
+        number = _alternatives([_literal(n) for n in numbers])
+        numbered = f"({number}{text}+)+"
+        rest = f"({text}+|{text}*{numbered})"
+        sentence = f"({sentence}|{text}+{numbered})"
+    more = f"({sentence}{_citation(range(1, len(quotes) + 1))}){{0,{MAX_CITATIONS - 2}}}"
+    return f"{rest}\\[{cite}\\]{more}{text}{{0,{MAX_TAIL_CHARS}}}"
+
+
 def _citation(indices: Iterable[int]) -> str:
     """A citation of one of the quotes numbered indices: "[2]"."""
     return _alternatives([f"\\[{n}\\]" for n in indices])

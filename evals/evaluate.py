@@ -19,7 +19,6 @@ Per policy:
 """
 
 import asyncio
-import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import ScoredAnswer, Scorer
+from webgpt.agent.answer_rules import distinct_sentence_count as distinct_sentence_count
 from webgpt.agent.declines import is_declined
 from webgpt.agent.episode import CITATION, EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import PolicyError
@@ -68,29 +68,6 @@ class Outcome:
     @property
     def long_enough(self) -> bool:
         return is_long_form(self.sentences, self.distinct_citations)
-
-
-# Where an answer's sentences end: at a sentence's end, and at a citation, so that a loop
-# that never ends a sentence ("X of [1] X of [2] X of [1]") still shows its repeats.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\[\d+\]")
-_ASIDE = re.compile(r"\([^()]*\)")
-MIN_SENTENCE_WORDS = 3
-# An answer that says the same this many words twice repeats itself (a quote's opening
-# and then the whole quote, a loop); two quotes of a page seldom share such a run.
-REPEATED_WORDS = 8
-
-
-def distinct_sentence_count(answer: str) -> int:
-    """The answer's sentences of MIN_SENTENCE_WORDS words or more (parentheses aside, so a
-    page's "Title (site) [1]." is not one), and 0 when it repeats itself: a sentence
-    twice, or REPEATED_WORDS words twice (normalised as gold answers are)."""
-    sentences = [normalize(_ASIDE.sub(" ", s)) for s in _SENTENCE_END.split(answer.strip())]
-    counted = [s for s in sentences if len(s.split()) >= MIN_SENTENCE_WORDS]
-    words = " ".join(counted).split()
-    runs = [tuple(words[i : i + REPEATED_WORDS]) for i in range(len(words) - REPEATED_WORDS + 1)]
-    if len(set(counted)) < len(counted) or len(set(runs)) < len(runs):
-        return 0
-    return len(counted)
 
 
 def is_long_form(sentences: int, distinct_citations: int) -> bool:

@@ -10,14 +10,14 @@ from the offline web, and data/questions/ holds the people-written set.
 
 import hashlib
 import json
-import re
-import string
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+# gold answers and answers are normalised alike: the agent reads an answer's repeats too
+from webgpt.agent.answer_rules import normalize as normalize
 from webgpt.agent.declines import is_declined
 from webgpt.agent.errors import DataError
 
@@ -61,15 +61,6 @@ def split_of(url: str) -> Split:
     if bucket < SPLIT_PERCENT["train"]:
         return "train"
     return "dev" if bucket < SPLIT_PERCENT["train"] + SPLIT_PERCENT["dev"] else "test"
-
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation + "–—’‘“”", " "))
-
-
-def normalize(text: str) -> str:
-    """Lower case, no punctuation, articles or extra spaces (SQuAD's answer normalisation)."""
-    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
 
 
 def contains_gold(answer: str, gold_answers: Iterable[str]) -> bool:

@@ -162,7 +162,9 @@ def fake_policy_app(script: Script) -> Starlette:
         if body.get("echo"):
             unknown = _unknown_model(script, body.get("model"))
             return unknown or JSONResponse(_echoed(script, prompt, with_logprobs=fault != "bare"))
-        is_answer = prompt.endswith(("■", DECLINE_OPENING))
+        # an answer's prompt ends "■" or with a decline's opening, or it continues an answer
+        # begun (agent.episode.reopen), which stops at "■"
+        is_answer = prompt.endswith(("■", DECLINE_OPENING)) or "■" in (body.get("stop") or [])
         texts = [
             script.next_answer() if is_answer else script.next_command(prompt)
             for _ in range(body.get("n", 1))

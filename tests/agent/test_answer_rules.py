@@ -10,11 +10,12 @@ from tests.agent.test_agent import CROW_EPISODE, quoted
 from webgpt.agent.answer_rules import (
     asks_for_explanation,
     asks_for_quantity,
+    distinct_sentence_count,
     named_things,
     unshown_names,
 )
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, run_episode
+from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, reopen, run_episode
 from webgpt.agent.grammar import (
     FORCE_FINISH_ACTIONS,
     browsing_regex,
@@ -362,3 +363,71 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() 
     off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--finds-on-page"]
     changed = EpisodeConfig(**answer_rules(parser.parse_args([*off, "--no-question-search"])))
     assert rule_settings(changed) == (None, False, True, False)
+
+
+FIRST_SENTENCE = "Crows are birds of the genus Corvus."
+FACES = "Crows can recognise individual human faces and remember them for years."
+REPEATED = "Crows are birds of the genus Corvus [1]. Crows are birds of the genus Corvus [2]."
+HEAD = "Crows are birds of the genus Corvus [1]. Crows can recognise"
+
+
+async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """Its next sentence opens with the words of the quote its first does not cite, and
+    the policy writes the rest; the trace shows both drafts."""
+    script.commands = [
+        *CROW_EPISODE[:2],
+        f"Quote: {FIRST_SENTENCE}",
+        f"Quote: {FACES}",
+        "End: Answer",
+    ]
+    script.answers = [REPEATED, " individual human faces [2]."]
+    events: list[TraceEvent] = []
+
+    async def emit(event: TraceEvent) -> None:
+        events.append(event)
+
+    question = "How do crows recognise faces?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
+    assert result.answer == f"{HEAD} individual human faces [2]."
+    first, again = [r for r in script.requests if r.get("stream")]
+    assert again["prompt"] == first["prompt"] + HEAD
+    rest = again["structured_outputs"]["regex"]
+    assert re.fullmatch(rest, " individual human faces [2].■")
+    assert not re.fullmatch(rest, " individual human faces [1].")  # it cites the quote opened
+    assert re.fullmatch(rest, " faces [2]. They remember them [1].")
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+    assert streamed == f"{REPEATED}\n{HEAD} individual human faces [2]."
+
+
+async def test_a_second_draft_that_says_a_sentence_twice_too_is_not_kept(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.commands = [
+        *CROW_EPISODE[:2],
+        f"Quote: {FIRST_SENTENCE}",
+        f"Quote: {FACES}",
+        "End: Answer",
+    ]
+    script.answers = [REPEATED, " faces [2]. Crows are birds of the genus Corvus [1]."]
+    question = "How do crows recognise faces?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert result.answer == REPEATED
+
+
+def test_an_answer_is_reopened_only_where_it_says_a_sentence_twice() -> None:
+    quotes = [quoted(FIRST_SENTENCE), quoted(FACES)]
+    assert reopen(REPEATED, quotes) == (HEAD, 2)
+    assert reopen("Crows are birds [1]. They know faces [2].", quotes) is None
+    assert reopen(decline_answer("How do crows recognise faces?"), quotes) is None
+    assert reopen(REPEATED, quotes[:1]) is None  # no other quote to open with
+    # the opening runs past the words the first sentence opens with too
+    same_start = [quoted(FIRST_SENTENCE), quoted("Crows are birds that remember faces.")]
+    assert reopen(REPEATED, same_start) == (
+        "Crows are birds of the genus Corvus [1]. Crows are birds that",
+        2,
+    )
+    # the repeat measured as the evaluator does: a sentence twice, or eight words twice
+    assert distinct_sentence_count(REPEATED) == 0
+    assert distinct_sentence_count(f"{HEAD} individual human faces [2].") == 2
