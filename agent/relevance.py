@@ -9,8 +9,8 @@ A sentence's relevance is the question's words it shares, each weighted by how r
 word is among the page's sentences (inverse document frequency, as BM25 weights terms): the
 page's subject stands in most of its sentences and weighs little, "west" weighs much.
 
-Two rules read what a sentence adds to the question. One that holds none of its own words
-restates the question and answers nothing: a page's short description, from which a
+Two rules read what a sentence adds to the question. One whose every word is the
+question's restates it and answers nothing: a page's short description, from which a
 question was often made ("Capital and largest city of Tunisia" for "what is the name of the
 capital and largest city of tunisia"), bears on it no more than an unrelated sentence. And
 a question asking how many or in what year is answered by a number: under numbers_bear a
