@@ -23,6 +23,7 @@ from webgpt.agent.grammar import (
     browsing_regex,
     cited_answer_regex,
     continued_answer_regex,
+    quoted_sentence_regex,
     with_stop,
 )
 from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
@@ -186,17 +187,21 @@ def answer_sampling(
     *,
     bounded: bool = False,
     reopened_cite: int | None = None,
+    sentence_cite: int | None = None,
 ) -> Sampling:
     """How the answer to the question is sampled from the answer-phase prompt of its quotes:
     a cited answer or a decline, or one of them alone; the decline's rest after
     DECLINE_OPENING, which the prompt then ends with. bounded: the first citation within
     reach wherever the quotes show numbers (grammar.cited_answer_regex). reopened_cite: the
     rest of an answer whose sentence citing that quote the prompt opens
-    (grammar.continued_answer_regex)."""
+    (grammar.continued_answer_regex). sentence_cite: the rest of one sentence the prompt
+    opens with that quote's words, to its citation (grammar.quoted_sentence_regex)."""
     if branch == "decline":
         regex = f" {DECLINE_CLAUSE_REGEX}"
     elif reopened_cite is not None:
         regex = continued_answer_regex(question, quotes, reopened_cite)
+    elif sentence_cite is not None:
+        regex = quoted_sentence_regex(question, quotes, sentence_cite)
     else:
         cited = answer_regex if branch == "either" else cited_answer_regex
         regex = cited(
@@ -344,7 +349,8 @@ async def write_answer(
     if config.guided and reopened is not None:
         # An explanation that said a sentence twice ("X [1]. X [2].") is written once more
         # from its first citation, the next sentence opened with the words of a quote it
-        # does not cite there; kept where it says nothing twice. The trace shows both.
+        # does not cite there; kept where it says nothing twice, else written a sentence a
+        # quote (_write_by_quote). The trace shows every draft.
         head, cite = reopened
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + head))
@@ -355,6 +361,10 @@ async def write_answer(
         again, dangling = served_answer(head + text, len(session.quotes))
         if finish != "length" and distinct_sentence_count(again) > 0:
             answer, result.dangling_citations = again, dangling
+        else:  # still twice: a sentence a quote, from the start
+            by_quote = await _write_by_quote(result, session, policy, config, emit)
+            if by_quote is not None:
+                answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
     result.timings.policy_s += time.perf_counter() - clock
     result.answer = answer
     if is_declined(answer):  # it cites nothing, so it has no references
@@ -385,6 +395,39 @@ def reopen(answer: str, quotes: Sequence[Quoted]) -> tuple[str, int] | None:
         return None
     stop = "." if answer[first.end() :].startswith(".") else ""
     return f"{answer[: first.end()]}{stop} {opening}", other
+
+
+async def _write_by_quote(
+    result: EpisodeResult,
+    session: BrowserSession,
+    policy: Policy,
+    config: EpisodeConfig,
+    emit: Emit | None,
+) -> str | None:
+    """An explanation that still says a sentence twice, written from its start a sentence
+    a quote: each of the first two opened with its quote's first MIN_OPENING_WORDS words
+    and ending at its citation (grammar.quoted_sentence_regex), so that neither runs into
+    the other. None where a quote's words cannot open a sentence, a sentence runs to the
+    token limit, or the two say something twice."""
+    prompt, written = session.answer_prompt(), ""
+    for cite in (1, 2):
+        opening = " ".join(session.quotes[cite - 1].extract.split()[:MIN_OPENING_WORDS])
+        if not re.fullmatch(f"({ANSWER_TEXT}|[0-9])+", opening):
+            return None
+        head = f"{written} {opening}" if written else opening
+        if emit is not None:
+            new_draft = "" if written else "\n"  # the trace shows each draft on a line
+            await emit(
+                AnswerDeltaEvent(episode=result.episode, text=new_draft + head[len(written) :])
+            )
+        sampling = answer_sampling(
+            config, session.question, session.quotes, "cited", sentence_cite=cite
+        )
+        text, finish = await _stream_answer(result, policy, prompt + head, sampling, emit)
+        if finish == "length":
+            return None
+        written = head + text
+    return written if distinct_sentence_count(written) >= 2 else None
 
 
 async def _stream_answer(

@@ -27,6 +27,7 @@ from webgpt.agent.grammar import (
     answer_regex,
     browsing_regex,
     continued_answer_regex,
+    quoted_sentence_regex,
     shown_names,
     with_stop,
 )
@@ -63,6 +64,7 @@ NUMBERS = [
 ]
 ANSWER = "Noah Webster was born on October 16, 1758 [1]. He published it in 1828 [3]."
 REOPENED = " published his American Dictionary in 1828 [3]. He was 70 [1]."
+BY_QUOTE = " published his American Dictionary, e.g. the one of 1828 [3]."
 
 
 def numbers_bounded(regex: str) -> str:
@@ -174,6 +176,8 @@ def main() -> None:
     explained = with_stop(answer_regex(WEBSTER, NUMBERS, distinct=2), "■")
     # an explanation that said a sentence twice, written once more (agent.episode.reopen)
     reopened = with_stop(continued_answer_regex(WEBSTER, NUMBERS, 3), "■")
+    # and written again a sentence a quote (agent.episode._write_by_quote)
+    by_quote = with_stop(quoted_sentence_regex(WEBSTER, NUMBERS, 3), "■")
     rows = [
         ("browsing step (4 steps, mean)", browsing, [browsing_before(g) for g in browsing]),
         (
@@ -189,6 +193,7 @@ def main() -> None:
         ("  written again (bounded)", [again], []),
         ("explanation, 3 quotes, 6 numbers", [explained], [numbers_bounded(explained)]),
         ("  its rest, reopened", [reopened], []),
+        ("  a sentence a quote", [by_quote], []),
     ]
     print(f"{'grammar':32} {'now':>8} {'bounded':>8}")
     for name, now, before in rows:
@@ -201,7 +206,8 @@ def main() -> None:
     print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
           f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded, "
           f"{mask_ms(explained, ANSWER):.2f} ms as an explanation, "
-          f"{mask_ms(reopened, REOPENED):.2f} ms as a reopened rest")  # fmt: skip
+          f"{mask_ms(reopened, REOPENED):.2f} ms as a reopened rest, "
+          f"{mask_ms(by_quote, BY_QUOTE):.2f} ms as a sentence a quote")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -401,16 +401,41 @@ async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
     assert streamed == f"{REPEATED}\n{HEAD} individual human faces [2]."
 
 
-async def test_a_second_draft_that_says_a_sentence_twice_too_is_not_kept(
+EXPLAINED = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", f"Quote: {FACES}", "End: Answer"]
+TWICE_AGAIN = " faces [2]. Crows are birds of the genus Corvus [1]."
+
+
+async def test_a_second_draft_that_says_a_sentence_twice_too_gives_a_sentence_a_quote(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    script.commands = [
-        *CROW_EPISODE[:2],
-        f"Quote: {FIRST_SENTENCE}",
-        f"Quote: {FACES}",
-        "End: Answer",
-    ]
-    script.answers = [REPEATED, " faces [2]. Crows are birds of the genus Corvus [1]."]
+    """Then the answer is written from its start, each of the first two quotes opening a
+    sentence that ends at its citation: neither can run into the other."""
+    script.commands = list(EXPLAINED)
+    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus [1].", " faces [2]."]
+    question = "How do crows recognise faces?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    first_sentence = "Crows are birds of the genus Corvus [1]."
+    assert result.answer == f"{first_sentence} Crows can recognise faces [2]."
+    answer_prompt = result.answer_prompt
+    one, two = [r for r in script.requests if r.get("stream")][2:]
+    assert one["prompt"] == answer_prompt + "Crows are birds"
+    assert two["prompt"] == f"{answer_prompt}{first_sentence} Crows can recognise"
+    sentence = one["structured_outputs"]["regex"]
+    assert re.fullmatch(sentence, " of the genus Corvus [1].")
+    assert re.fullmatch(sentence, " of the genus Corvus. [1]")
+    assert re.fullmatch(sentence, " of the U.S. genus, e.g. the one near Mount St. Helens [1]■")
+    assert not re.fullmatch(sentence, " of the genus Corvus. They know faces [1].")  # two
+    assert not re.fullmatch(sentence, " of the genus Corvus [2].")  # its own quote's
+    assert not re.fullmatch(sentence, " of the genus Corvus [1]. They know faces [2].")
+
+
+async def test_a_draft_that_runs_on_is_not_kept(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """A sentence a quote that runs to the token limit leaves the first draft standing."""
+    script.commands = list(EXPLAINED)
+    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus"]
+    script.cut_answers = {" of the genus Corvus"}
     question = "How do crows recognise faces?"
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
     assert result.answer == REPEATED
