@@ -324,11 +324,11 @@ def continued_answer_regex(question: str, quotes: Sequence[Quoted], cite: int) -
 # A rewritten sentence's text: a full stop, question or exclamation mark in it comes before
 # another character ("json.dumps", "e.g.,"), before a space and a small letter ("the U.S.
 # national team"), or after a short word ("Mount St. Helens"), so the sentence ends at its
-# citation. A group where a class stands, it fills a token's mask in 10-50 ms against
+# citation. A group where a class stands, it fills a token's mask in ~17 ms against
 # 0.03 ms, so only a rare rewrite uses it (docs/benchmarks.md).
 _IN_SENTENCE = f"[^\\[\\]■\\n{DIGITS}.!?]"
 _AFTER_STOP = f"[^\\[\\]■\\s{DIGITS}.!?]"
-SENTENCE_UNIT = (
+_SENTENCE_UNIT = (
     f"({_IN_SENTENCE}|[.!?]{_AFTER_STOP}|[.!?] {_AFTER_STOP[:-1]}A-Z]| [A-Za-z]{{1,3}}\\. )"
 )
 
@@ -337,7 +337,7 @@ def quoted_sentence_regex(question: str, quotes: Sequence[Quoted], cite: int) ->
     """The rest of one sentence that the prompt has opened with quote `cite`'s words, to
     its citation of that quote (agent.episode.write_answer: an explanation that says a
     sentence twice, rewritten a sentence a quote); numbers as in cited_answer_regex."""
-    unit = SENTENCE_UNIT
+    unit = _SENTENCE_UNIT
     numbers = shown_numbers(question, quotes)
     if numbers:
         unit = f"({unit}|{_alternatives([_literal(n) for n in numbers])}{unit})"
