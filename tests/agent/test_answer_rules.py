@@ -369,6 +369,8 @@ FIRST_SENTENCE = "Crows are birds of the genus Corvus."
 FACES = "Crows can recognise individual human faces and remember them for years."
 REPEATED = "Crows are birds of the genus Corvus [1]. Crows are birds of the genus Corvus [2]."
 HEAD = "Crows are birds of the genus Corvus [1]. Crows can recognise"
+EXPLAINED = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", f"Quote: {FACES}", "End: Answer"]
+TWICE_AGAIN = " faces [2]. Crows are birds of the genus Corvus [1]."
 
 
 async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
@@ -376,12 +378,7 @@ async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
 ) -> None:
     """Its next sentence opens with the words of the quote its first does not cite, and
     the policy writes the rest; the trace shows both drafts."""
-    script.commands = [
-        *CROW_EPISODE[:2],
-        f"Quote: {FIRST_SENTENCE}",
-        f"Quote: {FACES}",
-        "End: Answer",
-    ]
+    script.commands = list(EXPLAINED)
     script.answers = [REPEATED, " individual human faces [2]."]
     events: list[TraceEvent] = []
 
@@ -399,10 +396,6 @@ async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
     assert re.fullmatch(rest, " faces [2]. They remember them [1].")
     streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
     assert streamed == f"{REPEATED}\n{HEAD} individual human faces [2]."
-
-
-EXPLAINED = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", f"Quote: {FACES}", "End: Answer"]
-TWICE_AGAIN = " faces [2]. Crows are birds of the genus Corvus [1]."
 
 
 async def test_a_second_draft_that_says_a_sentence_twice_too_gives_a_sentence_a_quote(
