@@ -391,10 +391,15 @@ def reopen(answer: str, quotes: Sequence[Quoted]) -> tuple[str, int] | None:
     while count < len(words) and said.startswith(normalize(" ".join(words[:count]))):
         count += 1
     opening = " ".join(words[:count])
-    if not re.fullmatch(f"({ANSWER_TEXT}|[0-9])+", opening):  # no bracket, no line break
+    if not _opens_a_sentence(opening):
         return None
     stop = "." if answer[first.end() :].startswith(".") else ""
     return f"{answer[: first.end()]}{stop} {opening}", other
+
+
+def _opens_a_sentence(opening: str) -> bool:
+    """A quote's first words can open an answer's sentence: no bracket, no line break."""
+    return re.fullmatch(f"({ANSWER_TEXT}|[0-9])+", opening) is not None
 
 
 async def _write_by_quote(
@@ -412,7 +417,7 @@ async def _write_by_quote(
     prompt, written = session.answer_prompt(), ""
     for cite in (1, 2):
         opening = " ".join(session.quotes[cite - 1].extract.split()[:MIN_OPENING_WORDS])
-        if not re.fullmatch(f"({ANSWER_TEXT}|[0-9])+", opening):
+        if not _opens_a_sentence(opening):
             return None
         head = f"{written} {opening}" if written else opening
         if emit is not None:

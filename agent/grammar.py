@@ -267,14 +267,11 @@ def cited_answer_regex(
     cite = _citation(range(1, len(quotes) + 1))
     text = ANSWER_TEXT
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
-    sentence = f"{text}{{{MIN_SENTENCE_CHARS},}}"
     numbers = shown_numbers(question, quotes)
+    sentence = _later_sentence(numbers)
     if numbers:
-        # Text follows each number, so two numbers never run together into a third one.
-        number = _alternatives([_literal(n) for n in numbers])
-        numbered = f"({number}{text}+)+"
+        number, numbered = _numbered(numbers)
         first = f"({text}{{10,}}|{text}*{numbered})"
-        sentence = f"({sentence}|{text}+{numbered})"
         shown = f"({text}|{number}{text})"  # a character, or a number and one after it
         if bounded:
             first = f"{shown}{{10,{FIRST_CITATION_CHARS}}}"
@@ -309,16 +306,25 @@ def continued_answer_regex(question: str, quotes: Sequence[Quoted], cite: int) -
     written again after it said a sentence twice). Numbers as in cited_answer_regex; the
     sentence's rest is unbounded, as a first sentence with numbers is."""
     text = ANSWER_TEXT
-    rest = f"{text}+"
-    sentence = f"{text}{{{MIN_SENTENCE_CHARS},}}"
     numbers = shown_numbers(question, quotes)
-    if numbers:
-        number = _alternatives([_literal(n) for n in numbers])
-        numbered = f"({number}{text}+)+"
-        rest = f"({text}+|{text}*{numbered})"
-        sentence = f"({sentence}|{text}+{numbered})"
+    rest = f"({text}+|{text}*{_numbered(numbers)[1]})" if numbers else f"{text}+"
+    sentence = _later_sentence(numbers)
     more = f"({sentence}{_citation(range(1, len(quotes) + 1))}){{0,{MAX_CITATIONS - 2}}}"
     return f"{rest}\\[{cite}\\]{more}{text}{{0,{MAX_TAIL_CHARS}}}"
+
+
+def _numbered(numbers: Sequence[str]) -> tuple[str, str]:
+    """The shown numbers as alternatives, and a run of them with text after each, so that
+    two numbers never run together into a third one."""
+    number = _alternatives([_literal(n) for n in numbers])
+    return number, f"({number}{ANSWER_TEXT}+)+"
+
+
+def _later_sentence(numbers: Sequence[str]) -> str:
+    """A cited sentence after the first: MIN_SENTENCE_CHARS characters or more, or text with
+    shown numbers in it."""
+    sentence = f"{ANSWER_TEXT}{{{MIN_SENTENCE_CHARS},}}"
+    return f"({sentence}|{ANSWER_TEXT}+{_numbered(numbers)[1]})" if numbers else sentence
 
 
 # A rewritten sentence's text: a full stop, question or exclamation mark in it comes before
@@ -340,7 +346,7 @@ def quoted_sentence_regex(question: str, quotes: Sequence[Quoted], cite: int) ->
     unit = _SENTENCE_UNIT
     numbers = shown_numbers(question, quotes)
     if numbers:
-        unit = f"({unit}|{_alternatives([_literal(n) for n in numbers])}{unit})"
+        unit = f"({unit}|{_numbered(numbers)[0]}{unit})"
     return f"{unit}+([.!?] ?)?\\[{cite}\\]\\.?"
 
 
