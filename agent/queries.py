@@ -18,14 +18,18 @@ QUERY_STOPWORDS = frozenset({
     "born", "die",
 })  # fmt: skip
 _WORD = re.compile(r"[\w.'-]+")
+# A docs question names a callable by its module ("the json module's dumps function"):
+# searched as the qualified name its page writes, "json.dumps", whose module's page the
+# offline web then ranks first (browser.offline.named_by).
+_MODULE_MEMBER = re.compile(r"\b([a-z_][\w.]*) module's (\w+)")
 # A query longer than this many words is cut: a forced Search must fit the command's
 # token budget (EpisodeConfig.command_max_tokens), and the offline web reads 32 terms.
 MAX_QUERY_WORDS = 16
 
 
 def question_query(question: str) -> str:
-    """The question's words less QUERY_STOPWORDS, in its order; the question itself where
-    nothing else remains."""
-    words = [w.strip(".'?") for w in _WORD.findall(question)]
+    """The question's words less QUERY_STOPWORDS, in its order, a module's member written
+    as its qualified name; the question itself where nothing else remains."""
+    words = [w.strip(".'?") for w in _WORD.findall(_MODULE_MEMBER.sub(r"\1.\2", question))]
     content = [w for w in words if w and w.lower() not in QUERY_STOPWORDS]
     return " ".join(content[:MAX_QUERY_WORDS]) or " ".join(question.split())

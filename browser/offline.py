@@ -10,7 +10,9 @@ import re
 import sqlite3
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.parse import urldefrag
 
@@ -33,10 +35,46 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
+# A query can name a page, and bm25 ranks that page below others that say its words more
+# often: "Biology" under "Cell biology", the module page of "datetime.datetime.today"
+# ("datetime — Basic date and time types") under "Data Types". Of the first
+# _NAMED_CANDIDATES pages by bm25, a page the query names comes first (named_by).
+_NAMED_CANDIDATES = 50
+# What a title names: the part before " — " or ": " ("pdb — The Python Debugger — Python
+# 3.11.2 documentation", "email.message: Representing an email message"), or all of it.
+_TITLE_NAME = re.compile(r"(.*?)(?: — |: |$)")
+# A qualified name as code writes it, from a lower-case module: "json.dumps".
+_QUALIFIED = re.compile(r"[a-z_][a-z0-9_]*(?:\.\w+)+")
+_MODULE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 
 
 def default_store_path() -> Path:
     return webgpt_home() / "offline-web.sqlite"
+
+
+def named_by(query: str, title: str, body: Callable[[], str]) -> int:
+    """The length of the page's name where the query gives it, else 0: the query is the
+    title's name ("Biology"), or a qualified name in it starts with a module the title
+    names and the page writes the name's last part as a call ("datetime.datetime.today":
+    the datetime page writes "today("; "email.message.EmailMessage.is_multipart" names
+    "email.message" and, shorter, "email"), so that the most specific page comes first.
+    The call written keeps a package's overview page ("asyncio") from coming before the
+    one documenting the member ("asyncio.Condition.acquire" on "Synchronization
+    Primitives"). body gives the page's text, read only where its title is named."""
+    match = _TITLE_NAME.match(title)
+    name = match[1].strip() if match else ""
+    if not name:
+        return 0
+    if " ".join(query.split()).casefold() == name.casefold():
+        return len(name)
+    if not _MODULE.fullmatch(name):
+        return 0
+    members = [
+        word.rsplit(".", 1)[1]
+        for word in _QUALIFIED.findall(query)
+        if word.startswith(f"{name}.")
+    ]
+    return len(name) if members and any(f"{m}(" in body() for m in members) else 0
 
 
 def fts_query(text: str) -> str | None:
@@ -89,6 +127,9 @@ class OfflineWeb:
             row = self._db.execute("SELECT body FROM pages WHERE url = ?", (url,)).fetchone()
         return None if row is None else zlib.decompress(row[0])
 
+    def _text(self, url: str) -> str:
+        return (self.body(url) or b"").decode("utf-8", "replace")
+
     def search_sync(self, query: str, count: int) -> list[SearchResult]:
         match = fts_query(query)
         if match is None:
@@ -98,9 +139,13 @@ class OfflineWeb:
                 "SELECT p.url, p.title, snippet(pages_fts, 1, '', '', ' … ', 40) "
                 "FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid "
                 "WHERE pages_fts MATCH ? ORDER BY bm25(pages_fts, 4.0, 1.0) LIMIT ?",
-                (match, count),
+                (match, max(count, _NAMED_CANDIDATES)),
             ).fetchall()
-        return [SearchResult(title, url, " ".join(snippet.split())) for url, title, snippet in rows]
+        named = [named_by(query, title, partial(self._text, url)) for url, title, _ in rows]
+        ranked = sorted(range(len(rows)), key=lambda i: (-named[i], i))[:count]
+        return [
+            SearchResult(rows[i][1], rows[i][0], " ".join(rows[i][2].split())) for i in ranked
+        ]
 
     async def search(self, query: str, count: int) -> list[SearchResult]:
         return await asyncio.to_thread(self.search_sync, query, count)
