@@ -13,8 +13,11 @@ import string
 import unicodedata
 from collections.abc import Sequence
 
+from webgpt.agent.declines import is_declined
 from webgpt.agent.grammar import Quoted
+from webgpt.agent.relevance import restates
 
+CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
 _CONTRACTED_IS = re.compile(r"\b(what|who|how|where|when|why)'s\b")  # "what's" -> "what is"
 _CLAUSES = re.compile(r",? and (?=(?:what|why|how|who|where|when|which)\b)")
 _EXPLAIN_OPENINGS = re.compile(
@@ -88,6 +91,16 @@ def distinct_sentence_count(answer: str) -> int:
     if len(set(counted)) < len(counted) or len(set(runs)) < len(runs):
         return 0
     return len(counted)
+
+
+def restates_question(answer: str, question: str) -> bool:
+    """Whether a cited answer says nothing the question does not: each word before its
+    first citation is one of the question's (relevance.restates), as in
+    "datetime.datetime.today() — [1]." or "A refrigerator keeps food cold [1]."."""
+    first = CITATION.search(answer)
+    if first is None or is_declined(answer):
+        return False
+    return restates(answer[: first.start()], question)
 
 
 def asks_for_explanation(question: str) -> bool:

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from webgpt.agent.answer_rules import (
+    CITATION,
     asks_for_explanation,
     asks_for_quantity,
     distinct_sentence_count,
     normalize,
+    restates_question,
     unshown_names,
 )
 from webgpt.agent.declines import DECLINE_CLAUSE_REGEX, DECLINE_PREFIX, is_declined, uncited_decline
@@ -38,7 +40,6 @@ from webgpt.agent.trace import (
 from webgpt.browser.session import BrowserSession
 
 Emit = Callable[[TraceEvent], Awaitable[None]]
-CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
 # A decline's opening words as the model tokenizes them (" say", then " who ..."): what a
 # decline threshold scores, and what a decline it chose is written after.
 DECLINE_OPENING = DECLINE_PREFIX.rstrip()
@@ -343,6 +344,16 @@ async def write_answer(
         sampling = answer_sampling(config, session.question, session.quotes, branch, bounded=True)
         text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
         answer, result.dangling_citations = served_answer(opening + text, len(session.quotes))
+    if config.guided and restates_question(answer, session.question):
+        # An answer that says nothing the question does not ("datetime.datetime.today() —
+        # [1].", "A refrigerator keeps food cold [1].") is written once more a sentence a
+        # quote, opened with the words of the quote it cited, or of the first two for an
+        # explanation; kept where it says something. The trace shows both drafts.
+        cited = int(CITATION.search(answer)[1])  # type: ignore[index]  # restates: cites
+        cites = (1, 2) if config.quotes_wanted(session.question) > 1 else (cited,)
+        by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
+        if by_quote is not None and not restates_question(by_quote, session.question):
+            answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
     reopened = (
         reopen(answer, session.quotes) if config.quotes_wanted(session.question) > 1 else None
     )
@@ -408,14 +419,15 @@ async def _write_by_quote(
     policy: Policy,
     config: EpisodeConfig,
     emit: Emit | None,
+    cites: Sequence[int] = (1, 2),
 ) -> str | None:
-    """An explanation that still says a sentence twice, written from its start a sentence
-    a quote: each of the first two opened with its quote's first MIN_OPENING_WORDS words
-    and ending at its citation (grammar.quoted_sentence_regex), so that neither runs into
-    the other. None where a quote's words cannot open a sentence, a sentence runs to the
-    token limit, or the two say something twice."""
+    """An answer written from its start a sentence a quote: each of the quotes numbered
+    cites (an explanation's first two, or a factoid's one) opens a sentence with its first
+    MIN_OPENING_WORDS words, which ends at its citation (grammar.quoted_sentence_regex), so
+    that neither runs into the other. None where a quote's words cannot open a sentence, a
+    sentence runs to the token limit, or the sentences say something twice."""
     prompt, written = session.answer_prompt(), ""
-    for cite in (1, 2):
+    for cite in cites:
         opening = " ".join(session.quotes[cite - 1].extract.split()[:MIN_OPENING_WORDS])
         if not _opens_a_sentence(opening):
             return None
@@ -432,7 +444,7 @@ async def _write_by_quote(
         if finish == "length":
             return None
         written = head + text
-    return written if distinct_sentence_count(written) >= 2 else None
+    return written if distinct_sentence_count(written) >= len(cites) else None
 
 
 async def _stream_answer(

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import ScoredAnswer, Scorer
+from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.answer_rules import distinct_sentence_count as distinct_sentence_count
 from webgpt.agent.declines import is_declined
-from webgpt.agent.episode import CITATION, EpisodeConfig, EpisodeResult, run_episode
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import PolicyError
 from webgpt.agent.policy import Policy
 from webgpt.agent.targets import PolicyTarget, serving

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from webgpt.agent.answer import AnswerResult, Candidate
-from webgpt.agent.episode import CITATION
+from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.trace import AnswerDeltaEvent, Reference
 from webgpt.service.errors import InvalidRequest, status_of_kind
 from webgpt.service.protocol import (

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from webgpt.agent.episode import CITATION, check_citations
+from webgpt.agent.answer_rules import CITATION
+from webgpt.agent.episode import check_citations
 from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.browser.web import Web
 from webgpt.evals.questions import Question, load_questions

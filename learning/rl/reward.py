@@ -26,8 +26,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.declines import is_declined
-from webgpt.agent.episode import CITATION, EpisodeResult
+from webgpt.agent.episode import EpisodeResult
 from webgpt.evals.evaluate import distinct_sentence_count, is_long_form, key_point_coverage
 from webgpt.evals.questions import Question, contains_gold
 

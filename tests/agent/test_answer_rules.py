@@ -12,6 +12,7 @@ from webgpt.agent.answer_rules import (
     asks_for_quantity,
     distinct_sentence_count,
     named_things,
+    restates_question,
     unshown_names,
 )
 from webgpt.agent.declines import decline_answer
@@ -432,6 +433,59 @@ async def test_a_draft_that_runs_on_is_not_kept(
     question = "How do crows recognise faces?"
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
     assert result.answer == REPEATED
+
+
+async def test_an_answer_that_restates_the_question_is_written_from_its_quote(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """ "Crows can recognise [1]." says nothing the question does not: written once more,
+    the sentence opens with the cited quote's words, and the policy writes the rest to its
+    citation; the trace shows both drafts."""
+    script.commands = list(CROW_EPISODE)
+    script.answers = ["Crows can recognise [1].", " individual human faces [1]."]
+    events: list[TraceEvent] = []
+
+    async def emit(event: TraceEvent) -> None:
+        events.append(event)
+
+    question = "What can crows recognise?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
+    assert result.answer == "Crows can recognise individual human faces [1]."
+    first, again = [r for r in script.requests if r.get("stream")]
+    assert again["prompt"] == first["prompt"] + "Crows can recognise"
+    assert re.fullmatch(again["structured_outputs"]["regex"], " individual human faces [1].■")
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+    assert streamed == "Crows can recognise [1].\nCrows can recognise individual human faces [1]."
+
+    # a rewrite that restates the question too leaves the first draft standing
+    script.commands, script.requests = list(CROW_EPISODE), []
+    script.answers = ["Crows can recognise [1].", " [1]."]
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert result.answer == "Crows can recognise [1]."
+
+
+async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The issue's tautology ("A refrigerator keeps food cold [1]."): written once more,
+    each of the first two quotes opens a sentence."""
+    script.commands = list(EXPLAINED)
+    script.answers = ["Crows recognise faces [1].", " of the genus Corvus [1].", " faces [2]."]
+    question = "How do crows recognise faces?"
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert (
+        result.answer == "Crows are birds of the genus Corvus [1]. Crows can recognise faces [2]."
+    )
+    assert len([r for r in script.requests if r.get("stream")]) == 3  # no D rewrite after
+
+
+def test_an_answer_restates_the_question_where_it_says_nothing_else() -> None:
+    question = "What does the datetime.datetime.today method do?"
+    assert restates_question("datetime.datetime.today() — [1].", question)
+    assert restates_question("[1].", question)
+    assert not restates_question("datetime.datetime.today() — return the local date [1].", question)
+    assert not restates_question(decline_answer(question), question)
+    assert not restates_question("datetime.datetime.today()", question)  # cites nothing
 
 
 def test_an_answer_is_reopened_only_where_it_says_a_sentence_twice() -> None:
