@@ -52,7 +52,7 @@ def default_store_path() -> Path:
     return webgpt_home() / "offline-web.sqlite"
 
 
-def named_by(query: str, title: str, body: Callable[[], str]) -> int:
+def named_by(query: str, title: str, document: Callable[[], str]) -> int:
     """The length of the page's name where the query gives it, else 0: the query is the
     title's name ("Biology"), or a qualified name in it starts with a module the title
     names and the page writes the name's last part as a call ("datetime.datetime.today":
@@ -60,7 +60,9 @@ def named_by(query: str, title: str, body: Callable[[], str]) -> int:
     "email.message" and, shorter, "email"), so that the most specific page comes first.
     The call written keeps a package's overview page ("asyncio") from coming before the
     one documenting the member ("asyncio.Condition.acquire" on "Synchronization
-    Primitives"). body gives the page's text, read only where its title is named."""
+    Primitives"). document gives the page's stored document (its HTML, where a docs page
+    writes "date.today()" in its prose and examples), read only where its title names a
+    module the query's qualified name starts with."""
     match = _TITLE_NAME.match(title)
     name = match[1].strip() if match else ""
     if not name:
@@ -70,11 +72,12 @@ def named_by(query: str, title: str, body: Callable[[], str]) -> int:
     if not _MODULE.fullmatch(name):
         return 0
     members = [
-        word.rsplit(".", 1)[1]
-        for word in _QUALIFIED.findall(query)
-        if word.startswith(f"{name}.")
+        word.rsplit(".", 1)[1] for word in _QUALIFIED.findall(query) if word.startswith(f"{name}.")
     ]
-    return len(name) if members and any(f"{m}(" in body() for m in members) else 0
+    if not members:
+        return 0
+    text = document()
+    return len(name) if any(f"{member}(" in text for member in members) else 0
 
 
 def fts_query(text: str) -> str | None:
@@ -127,7 +130,7 @@ class OfflineWeb:
             row = self._db.execute("SELECT body FROM pages WHERE url = ?", (url,)).fetchone()
         return None if row is None else zlib.decompress(row[0])
 
-    def _text(self, url: str) -> str:
+    def _document(self, url: str) -> str:
         return (self.body(url) or b"").decode("utf-8", "replace")
 
     def search_sync(self, query: str, count: int) -> list[SearchResult]:
@@ -141,11 +144,9 @@ class OfflineWeb:
                 "WHERE pages_fts MATCH ? ORDER BY bm25(pages_fts, 4.0, 1.0) LIMIT ?",
                 (match, max(count, _NAMED_CANDIDATES)),
             ).fetchall()
-        named = [named_by(query, title, partial(self._text, url)) for url, title, _ in rows]
+        named = [named_by(query, title, partial(self._document, url)) for url, title, _ in rows]
         ranked = sorted(range(len(rows)), key=lambda i: (-named[i], i))[:count]
-        return [
-            SearchResult(rows[i][1], rows[i][0], " ".join(rows[i][2].split())) for i in ranked
-        ]
+        return [SearchResult(rows[i][1], rows[i][0], " ".join(rows[i][2].split())) for i in ranked]
 
     async def search(self, query: str, count: int) -> list[SearchResult]:
         return await asyncio.to_thread(self.search_sync, query, count)

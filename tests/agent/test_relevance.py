@@ -194,11 +194,11 @@ async def test_an_episode_passes_the_rule_to_its_browsing_grammar(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
     script.commands = [*CROW_EPISODE[:2], f"Quote: {FACES}", "End: Answer"]
-    script.answers = ["Crows remember faces [1]."]
+    script.answers = ["Crows remember faces for years [1]."]
     question = "Do crows remember human faces?"
     config = EpisodeConfig(relevant_quotes=1)
     result = await run_episode(0, web.session(), policy, question, config)
-    assert result.answer == "Crows remember faces [1]."
+    assert result.answer == "Crows remember faces for years [1]."
     on_the_page = [r for r in script.requests if not r.get("stream")][2]
     grammar = on_the_page["structured_outputs"]["regex"]
     assert re.fullmatch(grammar, f"Quote: {FACES}\n")

@@ -142,7 +142,7 @@ def test_a_page_the_query_names_comes_first(tmp_path: Path) -> None:
 
 
 def test_named_by_prefers_the_longest_module_a_qualified_name_starts_with() -> None:
-    def writes_the_call() -> str:
+    def writes_the_call() -> str:  # the page's document
         return "is_multipart() Return True if the message's payload is a list"
 
     query = "email.message.EmailMessage.is_multipart"

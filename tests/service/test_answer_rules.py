@@ -31,10 +31,10 @@ def test_a_quote_is_offered_as_the_settings_choose(service_url, script: Script) 
     offered = []
     for overrides in ({"relevant_quotes": 0}, {}, {"relevant_quotes": 2}):
         script.requests.clear()
-        script.answers[:] = ["Crows remember faces [1]."]
+        script.answers[:] = ["Crows remember faces for years [1]."]
         with service_url(**overrides) as base:
             body = httpx.post(f"{base}/answer", json={"question": question}, timeout=60).json()
-        assert body["answer"] == "Crows remember faces [1]."
+        assert body["answer"] == "Crows remember faces for years [1]."
         browsing, _ = _grammars(script)
         on_the_page = browsing[2]  # after the search and the click
         offered.append(
@@ -76,7 +76,7 @@ def test_the_first_search_is_the_question_s_words_as_the_settings_choose(
     admits = []
     for overrides in ({}, {"question_search": False}):
         script.requests.clear()
-        script.answers[:] = ["Crows remember faces [1]."]
+        script.answers[:] = ["Crows remember faces for years [1]."]
         with service_url(**overrides) as base:
             question = {"question": "Do crows remember human faces?"}
             assert httpx.post(f"{base}/answer", json=question, timeout=60).status_code == 200
