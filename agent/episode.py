@@ -349,8 +349,8 @@ async def write_answer(
         # [1].", "A refrigerator keeps food cold [1].") is written once more a sentence a
         # quote, opened with the words of the quote it cited, or of the first two for an
         # explanation; kept where it says something. The trace shows both drafts.
-        cited = int(CITATION.search(answer)[1])  # type: ignore[index]  # restates: cites
-        cites = (1, 2) if config.quotes_wanted(session.question) > 1 else (cited,)
+        explains = config.quotes_wanted(session.question) > 1 and len(session.quotes) > 1
+        cites = (1, 2) if explains else (int(CITATION.findall(answer)[0]),)
         by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
         if by_quote is not None and not restates_question(by_quote, session.question):
             answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))

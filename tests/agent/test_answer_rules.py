@@ -478,6 +478,12 @@ async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote
     )
     assert len([r for r in script.requests if r.get("stream")]) == 3  # no D rewrite after
 
+    # holding one quote (its actions ran out), it is written from that quote alone
+    script.commands, script.requests = [*CROW_EPISODE[:3], "End: Answer"], []
+    script.answers = ["Crows recognise faces [1].", " individual human faces [1]."]
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert result.answer == "Crows can recognise individual human faces [1]."
+
 
 def test_an_answer_restates_the_question_where_it_says_nothing_else() -> None:
     question = "What does the datetime.datetime.today method do?"
