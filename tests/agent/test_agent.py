@@ -35,7 +35,7 @@ def quoted(extract: str, title: str = "Page") -> CollectedQuote:
     )
 
 
-def _into(events: list[TraceEvent]) -> Callable[[TraceEvent], Awaitable[None]]:
+def collect_into(events: list[TraceEvent]) -> Callable[[TraceEvent], Awaitable[None]]:
     async def collect(event: TraceEvent) -> None:
         events.append(event)
 
@@ -198,7 +198,7 @@ async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_like
         events: list[TraceEvent] = []
         # no grounded declines: the quotes show no 2031, which would decline unscored
         config = EpisodeConfig(decline_threshold=threshold, grounded_declines=False)
-        result = await run_episode(0, web.session(), policy, question, config, _into(events))
+        result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
         [scored] = [r for r in script.requests if r.get("echo")]
         [answering] = [r for r in script.requests if r.get("stream")]
         assert scored["prompt"] == result.answer_prompt + DECLINE_OPENING

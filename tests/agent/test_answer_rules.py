@@ -6,7 +6,7 @@ import re
 import pytest
 
 from tests.agent.fake_policy import Script
-from tests.agent.test_agent import CROW_EPISODE, quoted
+from tests.agent.test_agent import CROW_EPISODE, collect_into, quoted
 from webgpt.agent.answer_rules import (
     asks_for_explanation,
     asks_for_quantity,
@@ -317,11 +317,9 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
     script.cut_answers = {looping}
     events: list[TraceEvent] = []
 
-    async def collect(event: TraceEvent) -> None:
-        events.append(event)
-
     question = "Do ravens live long?"
-    result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), collect)
+    emit = collect_into(events)
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
     assert result.answer == "Ravens live up to 21 years [1]."
     first, again = [r["structured_outputs"]["regex"] for r in script.requests if r.get("stream")]
     assert re.fullmatch(first, "Ravens " + "live " * 40 + "[1].■")  # unbounded
@@ -383,10 +381,8 @@ async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
     script.answers = [REPEATED, " individual human faces [2]."]
     events: list[TraceEvent] = []
 
-    async def emit(event: TraceEvent) -> None:
-        events.append(event)
-
     question = "How do crows recognise faces?"
+    emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
     assert result.answer == f"{HEAD} individual human faces [2]."
     first, again = [r for r in script.requests if r.get("stream")]
@@ -445,10 +441,8 @@ async def test_an_answer_that_restates_the_question_is_written_from_its_quote(
     script.answers = ["Crows can recognise [1].", " individual human faces [1]."]
     events: list[TraceEvent] = []
 
-    async def emit(event: TraceEvent) -> None:
-        events.append(event)
-
     question = "What can crows recognise?"
+    emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
     assert result.answer == "Crows can recognise individual human faces [1]."
     first, again = [r for r in script.requests if r.get("stream")]
