@@ -103,6 +103,48 @@ def restates_question(answer: str, question: str) -> bool:
     return restates(answer[: first.start()], question)
 
 
+# A one-sentence answer: an optional "name() — " head (a docs answer), its text, one
+# citation and at most a full stop after it.
+_ONE_SENTENCE = re.compile(
+    r"^(?P<head>[^\[\]]*? — )?(?P<text>[^\[\]]+?)\s*\[(?P<cite>\d+)\](?P<tail>\.?)$"
+)
+_QUOTE_SENTENCE_START = re.compile(r"(?<=[.!?])\s+")
+# A quote's sentence ends at a stop before a capital or the quote's end, not in "e.g. the".
+_QUOTE_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z\"“(]|\s*$)")
+MIN_COMPLETED_WORDS = 2
+
+
+def completed_from_quote(answer: str, quotes: Sequence[Quoted]) -> str | None:
+    """A one-sentence answer whose text (after a "name() — " head) is the opening of a
+    sentence of the quote it cites, MIN_COMPLETED_WORDS words or more, cut short, completed
+    to that sentence's end with the quote's own words: "asyncio.set_child_watcher() — set
+    the current [1]." of "Set the current child watcher to watcher for the current policy."
+    (a demonstration's answer stops 56 characters in). None for any other answer."""
+    match = _ONE_SENTENCE.match(answer.strip())
+    if match is None or is_declined(answer):
+        return None
+    cite = int(match["cite"])
+    if not 1 <= cite <= len(quotes):
+        return None
+    words = match["text"].rstrip(" ,;:").split()
+    if len(words) < MIN_COMPLETED_WORDS:
+        return None
+    quote = quotes[cite - 1].extract
+    opening = re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
+    starts = [0, *(m.end() for m in _QUOTE_SENTENCE_START.finditer(quote))]
+    for start in starts:
+        copied = opening.match(quote, start)
+        if copied is None:
+            continue
+        end = _QUOTE_SENTENCE_END.search(quote, copied.end())
+        rest = quote[copied.end() : end.start() if end else len(quote)].rstrip()
+        if not rest.strip():
+            return None  # the sentence is whole
+        text = " ".join(words) + rest
+        return f"{match['head'] or ''}{text} [{cite}]{match['tail']}"
+    return None
+
+
 def asks_for_explanation(question: str) -> bool:
     """Whether the question asks how or why, or what something is: answers of several
     sentences from several quotes. "How many", "what is the capital of X" and "what does

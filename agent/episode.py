@@ -11,6 +11,7 @@ from webgpt.agent.answer_rules import (
     CITATION,
     asks_for_explanation,
     asks_for_quantity,
+    completed_from_quote,
     distinct_sentence_count,
     normalize,
     restates_question,
@@ -305,7 +306,9 @@ async def write_answer(
     """The answer phase, into result: the policy writes an answer citing the session's
     quotes (none without quotes); citations of no quote are removed, a decline cites none.
     A question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
-    else, with a decline threshold, the policy's probability of a decline chooses which."""
+    else, with a decline threshold, the policy's probability of a decline chooses which.
+    Under guided decoding an answer is written again where it restates the question or says
+    a sentence twice, and completed where it stops short of its quote's sentence."""
     result.references = result.quotes = references(session)
     if not session.quotes:
         return
@@ -376,6 +379,14 @@ async def write_answer(
             by_quote = await _write_by_quote(result, session, policy, config, emit)
             if by_quote is not None:
                 answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
+    completed = completed_from_quote(answer, session.quotes) if config.guided else None
+    if completed is not None:
+        # An answer that copies the opening of a quote's sentence and stops short of its end
+        # ("asyncio.set_child_watcher() — set the current [1].") says that sentence whole,
+        # in the quote's words. The trace shows both drafts.
+        if emit is not None:
+            await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + completed))
+        answer = completed
     result.timings.policy_s += time.perf_counter() - clock
     result.answer = answer
     if is_declined(answer):  # it cites nothing, so it has no references

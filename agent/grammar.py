@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
-from webgpt.agent.queries import question_query
-from webgpt.agent.relevance import most_relevant
+from webgpt.agent.queries import named_callables, question_query
+from webgpt.agent.relevance import most_relevant, opens_signature
 from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
@@ -118,7 +118,11 @@ def browsing_regex(
     what is in view where it wants more; a sentence quoted
     already is not offered again, and with relevant_quotes K only the K in view that bear
     most on the question are offered (agent.relevance; numbers_bear: a how-many question,
-    for which a number is one of its terms). With finds_on_page, a page that
+    for which a number is one of its terms). A page that writes a callable the question
+    names before its arguments ("asyncio.Condition.acquire(", the renderer writing a
+    signature's qualified name) takes a Find of that only, until the signature
+    tops the view: its entry, not an example that calls "acquire(" on another class above
+    it (_find_text). With finds_on_page, a page that
     writes names before their arguments takes a Find of one of those only (shown_names):
     a Find of text the page lacks finds nothing ("json.json(" fourteen times, v17). With
     question_search, the episode's first Search is the question's own words
@@ -157,9 +161,10 @@ def browsing_regex(
     if link_ids:
         options.append(click)
     if session.page.lines:
-        names = shown_names(session.page.text_index.text) if finds_on_page else []
-        find = _alternatives([_literal(n) for n in names]) if names else r"[^\n]+"
-        options += [f"Find in page: {find}", "Scrolled (down|up) [123]", "Top"]
+        find = _find_text(session, finds_on_page)
+        if find is not None:
+            options.append(f"Find in page: {find}")
+        options += ["Scrolled (down|up) [123]", "Top"]
     if quotes:
         options.append(quote)
     if session.can_go_back:
@@ -169,6 +174,23 @@ def browsing_regex(
     if allow_refusal:
         options.append("End: (Nonsense|Controversial)")
     return _alternatives(options)
+
+
+def _find_text(session: BrowserSession, finds_on_page: bool) -> str | None:
+    """What a Find on the page in view may look for: a callable the question names, where
+    the page writes it before its arguments, until a Find has brought its signature to the
+    top of the view (then None, no Find: Find is blind to case and wraps, so another would
+    land on "pdb.Pdb.runcall(" for "pdb.runcall("); else, with finds_on_page, a name the
+    page writes before its arguments; else any text."""
+    page_text = session.page.text_index.text
+    named = [n for n in named_callables(session.question) if f"{n}(" in page_text]
+    if named:
+        top = next(iter(session.window_text()), "")
+        if any(opens_signature(top, n) for n in named):
+            return None
+        return _alternatives([_literal(f"{n}(") for n in named])
+    names = shown_names(page_text) if finds_on_page else []
+    return _alternatives([_literal(n) for n in names]) if names else r"[^\n]+"
 
 
 def shown_names(page_text: str) -> list[str]:

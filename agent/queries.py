@@ -22,6 +22,8 @@ _WORD = re.compile(r"[\w.'-]+")
 # searched as the qualified name its page writes, "json.dumps", whose module's page the
 # offline web then ranks first (browser.offline.named_by).
 _MODULE_MEMBER = re.compile(r"\b([a-z_][\w.]*) module's (\w+)")
+# A dotted name in a question: "sqlite3.Connection.cursor()", "asyncio._register_task()".
+_DOTTED_NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 # A query longer than this many words is cut: a forced Search must fit the command's
 # token budget (EpisodeConfig.command_max_tokens), and the offline web reads 32 terms.
 MAX_QUERY_WORDS = 16
@@ -33,3 +35,9 @@ def question_query(question: str) -> str:
     words = [w.strip(".'?") for w in _WORD.findall(_MODULE_MEMBER.sub(r"\1.\2", question))]
     content = [w for w in words if w and w.lower() not in QUERY_STOPWORDS]
     return " ".join(content[:MAX_QUERY_WORDS]) or " ".join(question.split())
+
+
+def named_callables(question: str) -> list[str]:
+    """The dotted names the question names, a module's member as its qualified name ("the
+    pdb module's runcall function": "pdb.runcall"), each once, in the question's order."""
+    return list(dict.fromkeys(_DOTTED_NAME.findall(_MODULE_MEMBER.sub(r"\1.\2", question))))

@@ -39,9 +39,13 @@ _QUESTION_WORDS = frozenset({
     "s", "function", "module", "method", "used",
 })  # fmt: skip
 # A line of code names a function and says nothing of it: a ">>>" example, or a signature
-# ("json.dumps(obj, *, skipkeys=False, ...)"). Prose that mentions a call, a formula
-# ("Al2Si2O5(OH)4") or an aside in brackets is not code.
-_CODE = re.compile(r"^\s*(?:>>>|[\w.]+\()")
+# ("json.dumps(obj, *, skipkeys=False, ...)"), opened by Sphinx's annotations or not
+# ("classmethod datetime.date.today()", "coroutine asyncio.Lock.acquire()"). Prose that
+# mentions a call, a formula ("Al2Si2O5(OH)4") or an aside in brackets is not code.
+_SIGNATURE_ANNOTATIONS = (
+    "abstractmethod|async|await|awaitable|class|classmethod|coroutine|final|static|staticmethod"
+)
+_CODE = re.compile(rf"^\s*(?:>>>|(?:(?:{_SIGNATURE_ANNOTATIONS}) )*[\w.]+\()")
 # A how-many question is answered by a number (agent.answer_rules.asks_for_quantity): a
 # sentence showing one holds this term too, which the question counts among its own,
 # weighted like any other by how rare numbers are among the page's sentences ("how many
@@ -53,6 +57,13 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # A word is compared by its first letters, and a shorter one as the opening of a longer:
 # "borders" matches "bordered", "populated" "population", "die" "died".
 _STEM_CHARS = 5
+
+
+def opens_signature(line: str, name: str) -> bool:
+    """Whether the line is the signature of the callable name, as a docs page writes it
+    ("classmethod datetime.date.today()" of "datetime.date.today")."""
+    annotated = rf"^\s*(?:(?:{_SIGNATURE_ANNOTATIONS}) )*{re.escape(name)}\("
+    return re.match(annotated, line) is not None
 
 
 def _fold(text: str) -> str:

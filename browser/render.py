@@ -9,9 +9,10 @@ HTML pipeline, in order:
    `<article>`) when it holds a fair share of the text, else readability's summary, else the
    body when readability kept less than half of the text (readability alone drops most of
    the text on about a third of Sphinx pages; docs/rendering.md has the measurements);
-3. neutralise our marker characters in the page's own text, then turn links into
+3. write each Sphinx Python signature with the qualified name its anchor holds;
+4. neutralise our marker characters in the page's own text, then turn links into
    `【id†text†domain】` markers, images into `[Image: alt]`, sup/sub into `^`/`_`;
-4. html2text for the rest, then wrap long lines without splitting a link marker.
+5. html2text for the rest, then wrap long lines without splitting a link marker.
 """
 
 import codecs
@@ -124,6 +125,7 @@ def render_html(body: bytes, url: str, charset: str | None, options: RenderOptio
     content = _main_content(doc, base)
     if content is None:
         return Page(url=url, title=title, lines=(), kind="html", scripted=scripted)
+    _qualify_signatures(content)
     # Unwrapping first merges the many small text nodes of highlighted code, so the
     # per-node work below touches far fewer nodes.
     lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
@@ -290,6 +292,30 @@ def _main_content(doc: lxml.html.HtmlElement, base: str) -> lxml.html.HtmlElemen
     if text_length(readable) >= READABILITY_MIN_SHARE * body_length:
         return readable
     return body
+
+
+# A Sphinx Python signature (<dt id="asyncio.Condition.acquire">) writes a method by its last
+# part, "coroutine acquire()", and lets the nesting of <dl>s under "class asyncio.Condition"
+# say whose it is; plain text loses the nesting, and a Find of "acquire(" lands in Lock's
+# example above it. The anchor holds the qualified name, and the signature shows that.
+_PYTHON_SIGNATURES = ".//dl[contains(concat(' ', normalize-space(@class), ' '), ' py ')]/dt[@id]"
+_QUALIFIED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _qualify_signatures(content: lxml.html.HtmlElement) -> None:
+    for signature in content.xpath(_PYTHON_SIGNATURES):
+        qualified = signature.get("id", "")
+        names = signature.xpath("span[contains(@class, 'sig-name')]")
+        if len(names) != 1 or not _QUALIFIED_NAME.fullmatch(qualified):
+            continue
+        name = names[0]
+        if not qualified.endswith("." + name.text_content().strip()):
+            continue  # an anchor that is not the name shown ("module-json", "index-0")
+        for prename in signature.xpath("span[contains(@class, 'sig-prename')]"):
+            prename.drop_tree()
+        for child in list(name):
+            name.remove(child)
+        name.text = qualified
 
 
 def _convert_inline(

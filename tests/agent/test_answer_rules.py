@@ -313,20 +313,20 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
     FIRST_CITATION_CHARS, and the trace shows both drafts."""
     looping = "Ravens — ravens — ravens — ravens"
     script.commands = list(RAVEN_EPISODE)
-    script.answers = [looping, "Ravens live up to 21 years [1]."]
+    script.answers = [looping, "Ravens can live 21 years [1]."]
     script.cut_answers = {looping}
     events: list[TraceEvent] = []
 
     question = "Do ravens live long?"
     emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
-    assert result.answer == "Ravens live up to 21 years [1]."
+    assert result.answer == "Ravens can live 21 years [1]."
     first, again = [r["structured_outputs"]["regex"] for r in script.requests if r.get("stream")]
     assert re.fullmatch(first, "Ravens " + "live " * 40 + "[1].■")  # unbounded
     assert not re.fullmatch(again, "Ravens " + "live " * 40 + "[1].■")
-    assert re.fullmatch(again, "Ravens live up to 21 years [1].■")
+    assert re.fullmatch(again, "Ravens can live 21 years [1].■")
     drafts = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert drafts == f"{looping}\nRavens live up to 21 years [1]."
+    assert drafts == f"{looping}\nRavens can live 21 years [1]."
 
     # an answer that ended, or one cut after its citation, is not written again
     for ended in ("Ravens live", "Ravens live for 21 years [1]. Ravens — ravens —"):
@@ -438,24 +438,25 @@ async def test_an_answer_that_restates_the_question_is_written_from_its_quote(
     the sentence opens with the cited quote's words, and the policy writes the rest to its
     citation; the trace shows both drafts."""
     script.commands = list(CROW_EPISODE)
-    script.answers = ["Crows can recognise [1].", " individual human faces [1]."]
+    script.answers = ["Crows can recognise [1].", " faces and remembers them [1]."]
     events: list[TraceEvent] = []
 
     question = "What can crows recognise?"
     emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
-    assert result.answer == "Crows can recognise individual human faces [1]."
+    assert result.answer == "Crows can recognise faces and remembers them [1]."
     first, again = [r for r in script.requests if r.get("stream")]
     assert again["prompt"] == first["prompt"] + "Crows can recognise"
-    assert re.fullmatch(again["structured_outputs"]["regex"], " individual human faces [1].■")
+    assert re.fullmatch(again["structured_outputs"]["regex"], " faces and remembers them [1].■")
     streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert streamed == "Crows can recognise [1].\nCrows can recognise individual human faces [1]."
+    assert streamed == "Crows can recognise [1].\nCrows can recognise faces and remembers them [1]."
 
-    # a rewrite that restates the question too leaves the first draft standing
+    # a rewrite that restates the question too leaves the first draft standing, which
+    # opens the quote's sentence, so it is completed from the quote
     script.commands, script.requests = list(CROW_EPISODE), []
     script.answers = ["Crows can recognise [1].", " [1]."]
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == "Crows can recognise [1]."
+    assert result.answer == f"{FACES[:-1]} [1]."
 
 
 async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote(
@@ -474,9 +475,9 @@ async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote
 
     # holding one quote (its actions ran out), it is written from that quote alone
     script.commands, script.requests = [*CROW_EPISODE[:3], "End: Answer"], []
-    script.answers = ["Crows recognise faces [1].", " individual human faces [1]."]
+    script.answers = ["Crows recognise faces [1].", " faces and remembers them [1]."]
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == "Crows can recognise individual human faces [1]."
+    assert result.answer == "Crows can recognise faces and remembers them [1]."
 
 
 def test_an_answer_restates_the_question_where_it_says_nothing_else() -> None:

@@ -252,7 +252,7 @@ async def test_a_find_takes_only_a_name_the_page_writes_when_finds_are_on_the_pa
     json_web: Web, web: Web
 ) -> None:
     session = json_web.session(config=SessionConfig(max_actions=12))
-    session.reset("What does the json module's dumps function do?")
+    session.reset("How do I write JSON text in Python?")
     for command in ("Search json", "Clicked on link 0"):
         await session.step(command)
     anything = browsing_regex(session)
@@ -273,7 +273,7 @@ async def test_an_episode_passes_finds_on_the_page_to_its_browsing_grammar(
     json_web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
     script.commands = ["Search json", "Clicked on link 0", "Find in page: dumps("]
-    question = "What does the json module's dumps function do?"
+    question = "How do I write JSON text in Python?"
     await run_episode(0, json_web.session(), policy, question, EpisodeConfig(finds_on_page=True))
     on_the_page = [r for r in script.requests if not r.get("stream")][2]
     grammar = on_the_page["structured_outputs"]["regex"]
