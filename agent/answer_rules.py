@@ -103,11 +103,10 @@ def restates_question(answer: str, question: str) -> bool:
     return restates(answer[: first.start()], question)
 
 
-# A one-sentence answer: an optional "name() — " head (a docs answer), its text, one
-# citation and at most a full stop after it.
-_ONE_SENTENCE = re.compile(
-    r"^(?P<head>[^\[\]]*? — )?(?P<text>[^\[\]]+?)\s*\[(?P<cite>\d+)\](?P<tail>\.?)$"
-)
+# An answer's pieces around its citations: a sentence's text, then its citation.
+_CITATIONS = re.compile(r"(\[\d+\])")
+_DOCS_HEAD = re.compile(r"^[^\[\]]*? — ")  # a docs answer's "json.dumps() — "
+_AFTER_CITATION = re.compile(r"^[.!?]?\s*")  # a later sentence's text opens after ". "
 _QUOTE_SENTENCE_START = re.compile(r"(?<=[.!?])\s+")
 # A quote's sentence ends at a stop before a capital or the quote's end, not in "e.g. the".
 _QUOTE_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z\"“(]|\s*$)")
@@ -115,33 +114,44 @@ MIN_COMPLETED_WORDS = 2
 
 
 def completed_from_quote(answer: str, quotes: Sequence[Quoted]) -> str | None:
-    """A one-sentence answer whose text (after a "name() — " head) is the opening of a
-    sentence of the quote it cites, MIN_COMPLETED_WORDS words or more, cut short, completed
-    to that sentence's end with the quote's own words: "asyncio.set_child_watcher() — set
-    the current [1]." of "Set the current child watcher to watcher for the current policy."
-    (a demonstration's answer stops 56 characters in). None for any other answer."""
-    match = _ONE_SENTENCE.match(answer.strip())
-    if match is None or is_declined(answer):
+    """The answer with each cited sentence that is the opening of a sentence of the quote
+    it cites (after a docs answer's "name() — " head), MIN_COMPLETED_WORDS words or more,
+    cut short, completed to that sentence's end with the quote's own words:
+    "asyncio.set_child_watcher() — set the current [1]." of "Set the current child watcher
+    to watcher for the current policy." (a demonstration's answer stops 56 characters in).
+    None where no sentence is cut short, the answer declines, or completed it would say
+    something twice (distinct_sentence_count falls)."""
+    if is_declined(answer):
         return None
-    cite = int(match["cite"])
-    if not 1 <= cite <= len(quotes):
+    pieces = _CITATIONS.split(answer)
+    completed_any = False
+    for i in range(0, len(pieces) - 1, 2):
+        lead = (_DOCS_HEAD if i == 0 else _AFTER_CITATION).match(pieces[i])
+        head = lead[0] if lead else ""
+        whole = _completed_sentence(pieces[i][len(head) :], int(pieces[i + 1][1:-1]), quotes)
+        if whole is not None:
+            pieces[i] = f"{head}{whole} "
+            completed_any = True
+    completed = "".join(pieces)
+    if not completed_any or distinct_sentence_count(completed) < distinct_sentence_count(answer):
         return None
-    words = match["text"].rstrip(" ,;:").split()
-    if len(words) < MIN_COMPLETED_WORDS:
+    return completed
+
+
+def _completed_sentence(text: str, cite: int, quotes: Sequence[Quoted]) -> str | None:
+    """The text completed to the end of the sentence of quote `cite` it opens, or None."""
+    words = text.strip().rstrip(",;:").split()
+    if len(words) < MIN_COMPLETED_WORDS or not 1 <= cite <= len(quotes):
         return None
     quote = quotes[cite - 1].extract
     opening = re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
-    starts = [0, *(m.end() for m in _QUOTE_SENTENCE_START.finditer(quote))]
-    for start in starts:
+    for start in [0, *(m.end() for m in _QUOTE_SENTENCE_START.finditer(quote))]:
         copied = opening.match(quote, start)
         if copied is None:
             continue
         end = _QUOTE_SENTENCE_END.search(quote, copied.end())
         rest = quote[copied.end() : end.start() if end else len(quote)].rstrip()
-        if not rest.strip():
-            return None  # the sentence is whole
-        text = " ".join(words) + rest
-        return f"{match['head'] or ''}{text} [{cite}]{match['tail']}"
+        return " ".join(words) + rest if rest.strip() else None
     return None
 
 

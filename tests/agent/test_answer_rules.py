@@ -378,21 +378,21 @@ async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
     """Its next sentence opens with the words of the quote its first does not cite, and
     the policy writes the rest; the trace shows both drafts."""
     script.commands = list(EXPLAINED)
-    script.answers = [REPEATED, " individual human faces [2]."]
+    script.answers = [REPEATED, " faces and remembers them [2]."]
     events: list[TraceEvent] = []
 
     question = "How do crows recognise faces?"
     emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
-    assert result.answer == f"{HEAD} individual human faces [2]."
+    assert result.answer == f"{HEAD} faces and remembers them [2]."
     first, again = [r for r in script.requests if r.get("stream")]
     assert again["prompt"] == first["prompt"] + HEAD
     rest = again["structured_outputs"]["regex"]
-    assert re.fullmatch(rest, " individual human faces [2].■")
+    assert re.fullmatch(rest, " faces and remembers them [2].■")
     assert not re.fullmatch(rest, " individual human faces [1].")  # it cites the quote opened
     assert re.fullmatch(rest, " faces [2]. They remember them [1].")
     streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert streamed == f"{REPEATED}\n{HEAD} individual human faces [2]."
+    assert streamed == f"{REPEATED}\n{HEAD} faces and remembers them [2]."
 
 
 async def test_a_second_draft_that_says_a_sentence_twice_too_gives_a_sentence_a_quote(

@@ -28,6 +28,39 @@ def test_text_is_not_markdown_escaped() -> None:
     assert "1. Range 0 <= x < 256. Call f(*args, **kw) with a_b_c and #tag." in text
 
 
+def test_a_sphinx_python_signature_shows_the_qualified_name_its_anchor_holds() -> None:
+    """Plain text loses the nesting of <dl>s that says whose method "acquire()" is."""
+
+    def signature(anchor: str, prename: str, name: str) -> str:
+        prefix = f'<span class="sig-prename descclassname">{prename}</span>' if prename else ""
+        return (
+            f'<dl class="py method"><dt class="sig sig-object py" id="{anchor}">'
+            f'<em class="property">classmethod </em>{prefix}'
+            f'<span class="sig-name descname"><span class="pre">{name}</span></span>'
+            f"<span>()</span></dt><dd><p>Does it.</p></dd></dl>"
+        )
+
+    text = render(
+        "<main>"
+        + signature("datetime.datetime.today", "datetime.", "today")
+        + signature("asyncio.Lock.acquire", "", "acquire")
+        + signature("index-0", "", "acquire")  # an anchor that is not the name shown
+        + signature("json.dumps", "json.", "loads")
+        + '<dl class="c function"><dt id="c.PyObject_Call"><span class="sig-name">'
+        + "PyObject_Call</span>()</dt></dl></main>"
+    )
+    assert text.split("\n\n")[:7] == [
+        "classmethod datetime.datetime.today()",
+        "Does it.",
+        "classmethod asyncio.Lock.acquire()",
+        "Does it.",
+        "classmethod acquire()",
+        "Does it.",
+        "classmethod json.loads()",
+    ]
+    assert "PyObject_Call()" in text and "c.PyObject_Call" not in text
+
+
 def _keeps_main_text(html: bytes, main_text: str) -> float:
     expected = Counter(WORD.findall(main_text.lower()))
     got = Counter(WORD.findall(render(html.decode()).lower()))

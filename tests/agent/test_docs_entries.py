@@ -1,0 +1,217 @@
+"""Documentation entries found, read and answered whole (docs/questions.md, "Docs entries"):
+the renderer writes a Sphinx signature with its qualified name (browser.render), a Find of a
+callable the question names lands on its entry (agent.grammar), a signature opened by
+Sphinx's annotations is code to relevance (agent.relevance), and an answer that stops short
+of its quote's sentence is completed from the quote (agent.answer_rules)."""
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.agent.fake_policy import Script
+from tests.agent.test_agent import collect_into
+from webgpt.agent.answer_rules import completed_from_quote
+from webgpt.agent.episode import EpisodeConfig, run_episode
+from webgpt.agent.grammar import browsing_regex
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.queries import named_callables
+from webgpt.agent.relevance import opens_signature, relevance
+from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
+from webgpt.browser.corpus import build_corpus, folder_pages
+from webgpt.browser.session import BrowserSession, SessionConfig
+from webgpt.browser.web import Web, WebOptions
+
+
+def _method(qualified: str, annotation: str, description: str) -> str:
+    name = qualified.rsplit(".", 1)[1]
+    return (
+        f'<dl class="py method"><dt class="sig sig-object py" id="{qualified}">'
+        f'<em class="property"><span class="pre">{annotation}</span> </em>'
+        f'<span class="sig-name descname"><span class="pre">{name}</span></span>'
+        f'<span class="sig-paren">(</span><span class="sig-paren">)</span>'
+        f'<a class="headerlink" href="#{qualified}">¶</a></dt>'
+        f"<dd><p>{description}</p></dd></dl>"
+    )
+
+
+def _example(call: str) -> str:
+    return f'<div class="highlight"><pre>await {call}\ntry:\n    pass</pre></div>'
+
+
+# asyncio's synchronisation page, as Sphinx writes it: Lock and Condition each document an
+# acquire() method, and each example calls acquire() on its own object before the entry.
+SYNC_PAGE = f"""<html><head><title>Synchronization Primitives</title></head><body>
+<div role="main"><h1>Synchronization Primitives</h1>
+<p>asyncio synchronization primitives are designed to be similar to those of the threading
+module.</p>
+<dl class="py class"><dt class="sig sig-object py" id="asyncio.Lock">\
+<em class="property"><span class="pre">class</span> </em>\
+<span class="sig-prename descclassname"><span class="pre">asyncio.</span></span>\
+<span class="sig-name descname"><span class="pre">Lock</span></span>\
+<span class="sig-paren">(</span><span class="sig-paren">)</span></dt>
+<dd><p>Implements a mutex lock for asyncio tasks.</p>
+{_example("lock.acquire()")}
+{_method("asyncio.Lock.acquire", "coroutine", "Acquire the lock.")}
+</dd></dl>
+<dl class="py class"><dt class="sig sig-object py" id="asyncio.Condition">\
+<em class="property"><span class="pre">class</span> </em>\
+<span class="sig-prename descclassname"><span class="pre">asyncio.</span></span>\
+<span class="sig-name descname"><span class="pre">Condition</span></span>\
+<span class="sig-paren">(</span><span class="sig-paren">)</span></dt>
+<dd><p>A Condition object.</p>
+{_example("cond.acquire()")}
+{_method("asyncio.Condition.acquire", "coroutine", "Acquire the underlying lock.")}
+</dd></dl>
+</div></body></html>"""
+QUESTION = "What does the asyncio.Condition.acquire method do?"
+
+
+@pytest.fixture
+async def docs_web(tmp_path: Path) -> AsyncIterator[Web]:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "asyncio-sync.html").write_text(SYNC_PAGE, encoding="utf-8")
+    store = tmp_path / "web.sqlite"
+    build_corpus(store, [("docs", folder_pages(pages, "https://docs.example/library", "docs"))])
+    opened = Web(WebOptions(offline_store=store, offline_only=True, js_mode="never"))
+    yield opened
+    await opened.aclose()
+
+
+async def _opened(web: Web, question: str) -> BrowserSession:
+    session = web.session(config=SessionConfig(max_actions=12))
+    session.reset(question)
+    for command in ("Search asyncio Condition acquire", "Clicked on link 0"):
+        await session.step(command)
+    return session
+
+
+async def test_a_signature_shows_the_qualified_name_its_anchor_holds(docs_web: Web) -> None:
+    text = (await _opened(docs_web, QUESTION)).page.text_index.text
+    assert "class asyncio.Condition()" in text  # its prefix already says it
+    assert "coroutine asyncio.Lock.acquire()" in text
+    assert "coroutine asyncio.Condition.acquire()" in text
+    assert "coroutine acquire()" not in text
+    assert "await cond.acquire()" in text  # examples are the page's own text
+
+
+async def test_a_find_of_a_named_callable_lands_on_its_entry_and_is_not_repeated(
+    docs_web: Web,
+) -> None:
+    session = await _opened(docs_web, QUESTION)
+    grammar = browsing_regex(session, relevant_quotes=1)
+    assert re.fullmatch(grammar, "Find in page: asyncio.Condition.acquire(")
+    for elsewhere in ("acquire(", "cond.acquire(", "Acquire the underlying"):
+        assert not re.fullmatch(grammar, f"Find in page: {elsewhere}")
+    found = await session.step("Find in page: asyncio.Condition.acquire(")
+    assert session.window_text()[0] == "coroutine asyncio.Condition.acquire()", found
+    # its signature tops the view: another Find would wrap to the next match, so none is
+    # offered, and the one relevant sentence is the entry's description
+    grammar = browsing_regex(session, relevant_quotes=1)
+    assert not re.fullmatch(grammar, "Find in page: asyncio.Condition.acquire(")
+    assert re.fullmatch(grammar, "Quote: Acquire the underlying lock.")
+    assert not re.fullmatch(grammar, "Quote: coroutine asyncio.Condition.acquire()")
+    # a question naming no callable the page writes may Find any text
+    other = await _opened(docs_web, "What does a Condition object do?")
+    assert re.fullmatch(browsing_regex(other), "Find in page: acquire(")
+
+
+async def test_a_docs_answer_stopping_short_is_completed_and_the_trace_shows_both(
+    docs_web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The policy copies the opening of the entry's description and stops, as the
+    generated demonstrations taught it (their answers stop 56 characters in)."""
+    commands = [
+        "Search asyncio Condition acquire",
+        "Clicked on link 0",
+        "Find in page: asyncio.Condition.acquire(",
+        "Quote: Acquire the underlying lock.",
+        "End: Answer",
+    ]
+    script.commands = list(commands)
+    draft = "asyncio.Condition.acquire() — acquire the underlying [1]."
+    script.answers = [draft]
+    events: list[TraceEvent] = []
+    result = await run_episode(
+        0, docs_web.session(), policy, QUESTION, EpisodeConfig(), collect_into(events)
+    )
+    whole = "asyncio.Condition.acquire() — acquire the underlying lock [1]."
+    assert result.answer == whole
+    assert [q.extract for q in result.quotes] == ["Acquire the underlying lock."]
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+    assert streamed == f"{draft}\n{whole}"
+    # unguided, the policy's answer is served as written
+    script.commands, script.answers = list(commands), [draft]
+    unguided = EpisodeConfig(guided=False)
+    assert (await run_episode(0, docs_web.session(), policy, QUESTION, unguided)).answer == draft
+
+
+@dataclass(frozen=True)
+class Quote:
+    extract: str
+    title: str = "Page"
+
+
+CORVUS = "Crows are birds of the genus Corvus, which is wide."
+WATCHER = "Set the current child watcher to watcher for the current policy. It is new."
+
+
+@pytest.mark.parametrize(
+    ("answer", "quotes", "completed"),
+    [
+        (  # a docs answer: the head stays, the description is completed
+            "asyncio.set_child_watcher() — set the current [1].",
+            [WATCHER],
+            "asyncio.set_child_watcher() — set the current child watcher to watcher for "
+            "the current policy [1].",
+        ),
+        (
+            "It is [2]",
+            [WATCHER, "It is a watcher, e.g. the default one. Then more."],
+            "It is a watcher, e.g. the default one [2]",
+        ),
+        ("the current child watcher [1].", [WATCHER], None),  # not a sentence's opening
+        ("Set the current child watcher to watcher for the current policy [1].", [WATCHER], None),
+        ("Set [1].", [WATCHER], None),  # one word copies nothing to speak of
+        ("Set the current [2].", [WATCHER], None),  # a citation of no quote
+        (  # each sentence of an explanation, from the quote it cites
+            "Set the current [1]. It is [1].",
+            [WATCHER],
+            "Set the current child watcher to watcher for the current policy [1]. It is new [1].",
+        ),
+        (  # completed, it would say a sentence twice
+            "Crows are birds [1]. Crows are birds of the genus Corvus, which is wide [2].",
+            [CORVUS, CORVUS],
+            None,
+        ),
+        ("The pages I found do not say who set it.", [WATCHER], None),  # a decline
+    ],
+)
+def test_a_sentence_is_completed_only_where_it_opens_its_quote_s_sentence_and_stops(
+    answer: str, quotes: Sequence[str], completed: str | None
+) -> None:
+    assert completed_from_quote(answer, [Quote(q) for q in quotes]) == completed
+
+
+def test_an_annotated_signature_is_code_and_names_its_callable() -> None:
+    weights = {"acqui": 1.0, "condi": 1.0}
+    for signature in ("coroutine asyncio.Condition.acquire()", "class asyncio.Condition()"):
+        assert relevance(signature, weights) == 0.0
+    description = relevance("Acquire the lock.", weights, "coroutine asyncio.Condition.acquire()")
+    assert description == 2.0  # it reads the terms of the signature it follows
+    assert relevance("The class Condition(x) acquires.", weights) == 2.0  # prose
+    line = "classmethod datetime.datetime.today()"
+    assert opens_signature(line, "datetime.datetime.today")
+    assert not opens_signature(line, "datetime.today")
+    assert not opens_signature(">>> datetime.datetime.today()", "datetime.datetime.today")
+
+
+def test_the_callables_a_question_names() -> None:
+    assert named_callables(QUESTION) == ["asyncio.Condition.acquire"]
+    assert named_callables("How is asyncio._register_task() used?") == ["asyncio._register_task"]
+    assert named_callables("What does the pdb module's runcall function do?") == ["pdb.runcall"]
+    assert named_callables("json.dumps() or json.dumps?") == ["json.dumps"]
+    assert named_callables("Why is the sky blue?") == []
