@@ -10,7 +10,8 @@ the Python 3.11 docs) so the figures compare like with like:
   gpt-oss simple_browser's processing (lxml + html2text, no readability);
 - readability + html2text: readability's summary, then html2text.
 Retention: share of the words of Sphinx's `[role=main]` element (the ground-truth main
-text) that each output keeps, as a multiset.
+text) that each output keeps, as a multiset. Signatures: the share of "ours" spent writing
+Sphinx's Python signatures with their qualified names (docs/rendering.md), on parsed pages.
 
 Fetch: a real HTTP server on 127.0.0.1 serves the same pages; 4 episodes open the same 50
 pages concurrently, once with one shared PageCache (as one request does) and once with a
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.ser
 from webgpt.browser.fetch import FetchLimits, HttpFetcher
 from webgpt.browser.loader import PageCache, PageLoader
 from webgpt.browser.netguard import AddressPolicy, AllowList
-from webgpt.browser.render import RenderOptions, render_html
+from webgpt.browser.render import RenderOptions, qualify_signatures, render_html
 from webgpt.browser.workers import RenderWorkers
 
 WORD = re.compile(r"\w+")
@@ -107,6 +108,19 @@ def bench_render(files: list[Path]) -> None:
         )
 
 
+def bench_signatures(files: list[Path]) -> None:
+    times, count = [], 0
+    for f in files:
+        doc = lxml.html.document_fromstring(f.read_bytes())
+        start = time.perf_counter()
+        count += qualify_signatures(doc)
+        times.append((time.perf_counter() - start) * 1000)
+    print(
+        f"  qualified signatures ({count} on these pages)           "
+        f"{percentile(times, 0.5):7.2f} {percentile(times, 0.95):7.2f}"
+    )
+
+
 async def bench_fetch(files: list[Path], root: Path) -> None:
     from starlette.applications import Starlette
     from starlette.staticfiles import StaticFiles
@@ -158,6 +172,7 @@ def main() -> None:
     random.seed(0)
     sample = random.sample(files, min(args.pages, len(files)))
     bench_render(sample)
+    bench_signatures(sample)
     print("fetch through real HTTP on 127.0.0.1, render in 2 worker processes")
     asyncio.run(bench_fetch(sample, args.docs))
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

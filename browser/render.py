@@ -125,7 +125,7 @@ def render_html(body: bytes, url: str, charset: str | None, options: RenderOptio
     content = _main_content(doc, base)
     if content is None:
         return Page(url=url, title=title, lines=(), kind="html", scripted=scripted)
-    _qualify_signatures(content)
+    qualify_signatures(content)
     # Unwrapping first merges the many small text nodes of highlighted code, so the
     # per-node work below touches far fewer nodes.
     lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
@@ -302,7 +302,9 @@ _PYTHON_SIGNATURES = ".//dl[contains(concat(' ', normalize-space(@class), ' '), 
 _QUALIFIED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
-def _qualify_signatures(content: lxml.html.HtmlElement) -> None:
+def qualify_signatures(content: lxml.html.HtmlElement) -> int:
+    """Write each Python signature's name as its anchor's qualified name; how many."""
+    qualified_count = 0
     for signature in content.xpath(_PYTHON_SIGNATURES):
         qualified = signature.get("id", "")
         names = signature.xpath("span[contains(@class, 'sig-name')]")
@@ -316,6 +318,8 @@ def _qualify_signatures(content: lxml.html.HtmlElement) -> None:
         for child in list(name):
             name.remove(child)
         name.text = qualified
+        qualified_count += 1
+    return qualified_count
 
 
 def _convert_inline(
