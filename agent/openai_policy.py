@@ -22,6 +22,7 @@ from webgpt.agent.errors import PolicyError, PolicyResponseError, PolicyTimeout,
 from webgpt.agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
 from webgpt.infra.pools import SpreadTransport
 from webgpt.infra.retry import RetryPolicy, retry_after
+from webgpt.infra.sse import sse_lines
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class OpenAIPolicy:
         response = await self._send(payload, stream=True)
         finished = False
         try:
-            async for line in response.aiter_lines():
+            async for line in sse_lines(response):
                 if not line.startswith("data:"):
                     continue
                 data = line[len("data:") :].strip()

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from tests.postgres import PostgresServer, fresh_database  # noqa: E402
 from webgpt.agent.model import BASE_VERSION, SHIPPED_ADAPTER, prepare_base_model  # noqa: E402
 from webgpt.agent.registry import PolicyRegistry  # noqa: E402
+from webgpt.infra.sse import sse_lines  # noqa: E402
 from webgpt.infra.vllm_server import (  # noqa: E402
     ServerConfig,
     free_port,
@@ -299,7 +300,7 @@ async def ask_streaming(
             outcome.reason = http_failure(response)
             return
         events, ended = 0, False
-        async for line in response.aiter_lines():
+        async for line in sse_lines(response):
             if not line.startswith("data:"):
                 continue  # blank separators and `: ping` comments
             data = line[len("data:") :].strip()

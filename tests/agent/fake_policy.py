@@ -211,7 +211,8 @@ def fake_policy_app(script: Script) -> Starlette:
                     "model": script.model,
                     "choices": [{"index": 0, "text": piece, "finish_reason": None}],
                 }
-                yield f"data: {json.dumps(chunk)}\n\n".encode()
+                # as vLLM writes it: the text's non-ASCII characters unescaped, U+2028 too
+                yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
                 if fault == "truncated":
                     return  # the connection ends mid-answer, no [DONE]
             final = {

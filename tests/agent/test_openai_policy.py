@@ -114,6 +114,17 @@ async def test_stream_yields_deltas_and_usage(policy: OpenAIPolicy, script: Scri
     assert script.requests[0]["stream"] is True
 
 
+async def test_a_streamed_text_may_hold_any_unicode_line_break(
+    policy: OpenAIPolicy, script: Script
+) -> None:
+    """An event stream's lines end at CR or LF only; vLLM writes U+2028 and U+0085 raw in
+    its JSON, and reading lines as str.splitlines does cut such a chunk in two."""
+    answer = "Crows\u2028remember\x85faces\u2029and\x1dnames [1]."
+    script.answers = [answer]
+    chunks = [c async for c in policy.stream("q■", Sampling(max_tokens=50))]
+    assert "".join(c.text for c in chunks) == answer
+
+
 async def test_truncated_stream_is_an_error(policy: OpenAIPolicy, script: Script) -> None:
     script.faults = ["truncated"]
     script.answers = ["A long answer that will be cut off [1]."]
