@@ -10,8 +10,9 @@ the Python 3.11 docs) so the figures compare like with like:
   gpt-oss simple_browser's processing (lxml + html2text, no readability);
 - readability + html2text: readability's summary, then html2text.
 Retention: share of the words of Sphinx's `[role=main]` element (the ground-truth main
-text) that each output keeps, as a multiset. Signatures: the share of "ours" spent writing
-Sphinx's Python signatures with their qualified names (docs/rendering.md), on parsed pages.
+text) that each output keeps, as a multiset. Qualified signatures: the time "ours" spends
+writing Sphinx's Python signatures with their qualified names (docs/rendering.md), timed
+alone on the parsed pages.
 
 Fetch: a real HTTP server on 127.0.0.1 serves the same pages; 4 episodes open the same 50
 pages concurrently, once with one shared PageCache (as one request does) and once with a
