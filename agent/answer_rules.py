@@ -61,6 +61,14 @@ _NUMBER_WORDS = (
     "eleven", "twelve",
 )  # fmt: skip
 _ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
+# The thing a how-many question counts: the first word after "how many" that says what
+# ("how many people attended ...": "people"; "how many of the ...": skipped), compared by
+# its first letters ("species" of "species", "countr" of "countries").
+_HOW_MANY = re.compile(r"\bhow many (?:(?:of|the|more|other|different|exactly|roughly) )*(\w+)")
+_COUNTED_LETTERS = 5
+_COUNT = re.compile(
+    rf"\d|\b(?:{'|'.join(_NUMBER_WORDS[1:])}|dozens?|hundreds?|thousands?|millions?|billions?)\b"
+)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation + "–—’‘“”", " "))
 
@@ -190,6 +198,22 @@ def asks_for_quantity(question: str) -> bool:
     return _QUANTITY.search(_CONTRACTED_IS.sub(r"\1 is", text)) is not None
 
 
+def uncounted(question: str, quotes: Sequence[Quoted]) -> str | None:
+    """ "how many X" for a question asking how many X where no sentence of the quotes
+    shows both a number (digits or a word) and a word opening with X's first letters: a
+    number of something else ("Lake Erie has 210 traffic lights [1]." from its length, the
+    "4.0" of a licence line) does not answer it. None for any other question."""
+    asked = _HOW_MANY.search(_fold(question))
+    if asked is None:
+        return None
+    counted = asked[1][:_COUNTED_LETTERS]
+    sentences = [s for q in quotes for s in _QUOTE_SENTENCE_START.split(_fold(q.extract))]
+    for sentence in sentences:
+        if _shows_word(sentence, counted) and _COUNT.search(sentence):
+            return None
+    return f"how many {asked[1]}"
+
+
 def named_things(question: str) -> list[str]:
     """What the question names, each once, as the pages would show it: numbers ("2030"),
     dotted code names ("json.dumpz"), and capitalised words after the first ("FIFA",
@@ -216,17 +240,19 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     address), as "Hammer of the Scots" on Edward I's page beside the sentence quoted; a
     dotted code name by its last part. A word counts as shown where it opens a word of
     theirs ("Korea" in "Korean"), accents and the kind of apostrophe aside ("Dvorak" in
-    "Dvořák")."""
+    "Dvořák"). And the thing a how-many question counts, where no quote counts it
+    (uncounted)."""
+    count = uncounted(question, quotes)
     names = named_things(question)
     if not names:  # most lower-case questions: no page needs reading
-        return []
+        return [count] if count else []
     quoted = _fold("\n".join(f"{q.title}\n{q.extract}" for q in quotes))
     numbers = [n for n in names if n[:1].isdigit()]
     words = [n for n in names if not n[:1].isdigit()]
     around = "\n".join([quoted, *(_fold(page) for page in pages)]) if words else quoted
     shown = {n for n in numbers if any(_shows_number(quoted, f) for f in _number_forms(n))}
     shown |= {w for w in words if _shows_word(around, _fold(_as_shown(w)))}
-    return [name for name in names if name not in shown]
+    return [name for name in names if name not in shown] + ([count] if count else [])
 
 
 def _as_shown(name: str) -> str:

@@ -13,6 +13,7 @@ from webgpt.agent.answer_rules import (
     distinct_sentence_count,
     named_things,
     restates_question,
+    uncounted,
     unshown_names,
 )
 from webgpt.agent.declines import decline_answer
@@ -134,6 +135,36 @@ def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
     assert named_things("what was the weather in kazan on 3 may 1990") == ["3", "1990"]
     # the first word opens the question; "I" and lower-case words name nothing
     assert named_things("How can I read a keypress on windows?") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "extract", "unshown"),
+    [
+        # a number of something else: a length, a licence's version, years
+        ("How many traffic lights are there in Lake Erie?", "Lake Erie is 241 miles long.",
+         "how many traffic"),
+        ("how many words did Shakespeare write on his last day",
+         "Text under the Creative Commons Attribution-ShareAlike 4.0 License.", "how many words"),
+        ("How many people attended his funeral?", "He governed Kenya from 1963 to 1978.",
+         "how many people"),
+        # the thing counted, in a sentence with a number (digits or words) in it
+        ("how many species are in the icterid family", "The family contains 108 species.", None),
+        ("how many geneva conventions are there",
+         "The Geneva Conventions are a series of four international treaties.", None),
+        ("In how many countries is it official?", "It is. Official in 9 countries.", None),
+        # the thing in one sentence, the number in another
+        ("How many moons does Mars have?", "Mars is red. It has 2 small satellites.",
+         "how many moons"),
+        ("How many of the moons are icy?", "Of its 95 moons, many are icy.", None),
+        ("How big is it?", "It is big.", None),  # asks how big, not how many
+    ],
+)  # fmt: skip
+def test_a_how_many_question_is_answered_only_where_a_quote_counts_its_thing(
+    question: str, extract: str, unshown: str | None
+) -> None:
+    assert uncounted(question, [quoted(extract)]) == unshown
+    names = unshown_names(question, [quoted(extract, title="Page")], [question])
+    assert names == ([unshown] if unshown else [])
 
 
 def test_a_number_stands_in_a_quote_and_a_name_on_a_quoted_page() -> None:
