@@ -15,7 +15,7 @@ from typing import Any
 
 from webgpt.agent.answer import AnswerResult, Candidate
 from webgpt.agent.answer_rules import CITATION
-from webgpt.agent.trace import AnswerDeltaEvent, Reference
+from webgpt.agent.trace import Reference
 from webgpt.service.errors import InvalidRequest, status_of_kind
 from webgpt.service.protocol import (
     AnswerRequest,
@@ -145,9 +145,12 @@ async def chunks(
     created: int,
     model: str,
 ) -> AsyncIterator[dict[str, Any]]:
-    """chat.completion.chunk objects of an answer stream: each choice's text as its episode
-    writes it (without best_of), or the chosen texts once the reward model scored them;
-    then a finishing chunk per choice with its references, and the usage chunk if asked."""
+    """chat.completion.chunk objects of an answer stream: a role chunk per choice, each
+    choice's answer once the episodes have ended (the chosen ones once the reward model
+    scored them, with best_of), then a finishing chunk per choice with its references, and
+    the usage chunk if asked. An answer is not streamed as the policy writes it: under the
+    answer rules a first draft may be written again or completed (agent.episode.write_answer),
+    and a delta once sent cannot be taken back; /answer's events show every draft."""
     include_usage = chat.stream_options is not None and chat.stream_options.include_usage
 
     def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -167,17 +170,13 @@ async def chunks(
         return {"index": index, "delta": content, "finish_reason": finish, "logprobs": None}
 
     yield chunk([delta(i, {"role": "assistant", "content": ""}) for i in range(chat.n)])
-    streamed: set[int] = set()
     async for event in events:
-        if isinstance(event, AnswerDeltaEvent) and not reranked and event.episode < chat.n:
-            streamed.add(event.episode)
-            yield chunk([delta(event.episode, {"content": event.text})])
-        elif isinstance(event, FinalEvent):
+        if isinstance(event, FinalEvent):
             result = event.result
             model = str(result.versions["policy"])  # the version the answer started on
             picked = chosen(result, chat.n, reranked)
             for index, candidate in enumerate(picked):
-                if index not in streamed and candidate.answer:
+                if candidate.answer:
                     yield chunk([delta(index, {"content": candidate.answer})])
             yield chunk([delta(i, citations(c), "stop") for i, c in enumerate(picked)])
             if include_usage:

@@ -11,6 +11,7 @@ from tests.agent.fake_policy import Script
 
 CROW = "crow corvus"
 ANSWER = "Crows are corvids [1]."
+COMPLETED = "Crows are birds of the genus Corvus [1]."
 CROW_URL = "https://en.wikipedia.org/wiki/Crow"
 
 
@@ -75,7 +76,9 @@ def test_n_returns_n_choices_each_its_own_episode(service_url, script: Script) -
         completion = client.chat.completions.create(model="webgpt", messages=ask(), n=2)
         assert [c.index for c in completion.choices] == [0, 1]
         texts = {c.message.content for c in completion.choices}
-        assert texts == {"Crows are corvids [1].", "Crows are birds [1]."}
+        # "Crows are birds [1]." stops short of its quote's sentence, so it is completed
+        # (agent.answer_rules.completed_from_quote): the served answer is the second draft
+        assert texts == {"Crows are corvids [1].", COMPLETED}
         assert answer_prompts(script) == 2  # two episodes, no reward model consulted
 
         chunks = list(
@@ -88,7 +91,8 @@ def test_n_returns_n_choices_each_its_own_episode(service_url, script: Script) -
                 streamed[choice.index] += choice.delta.content or ""
                 if choice.finish_reason == "stop":
                     finished.add(choice.index)
-        assert set(streamed.values()) == {"Crows are corvids [1].", "Crows are birds [1]."}
+        # a streamed choice's content is the served answer, not its drafts one after another
+        assert set(streamed.values()) == {"Crows are corvids [1].", COMPLETED}
         assert finished == {0, 1}
 
 
