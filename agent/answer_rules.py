@@ -63,7 +63,7 @@ _NUMBER_WORDS = (
 _ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
 # The thing a how-many question counts: the first word after "how many" that says what
 # ("how many people attended ...": "people"; "how many of the ...": skipped), compared by
-# its first letters ("species" of "species", "countr" of "countries").
+# its first letters ("speci" of "species", "count" of "countries").
 _HOW_MANY = re.compile(r"\bhow many (?:(?:of|the|more|other|different|exactly|roughly) )*(\w+)")
 _COUNTED_LETTERS = 5
 _COUNT = re.compile(
