@@ -111,8 +111,6 @@ def restates_question(answer: str, question: str) -> bool:
     return restates(answer[: first.start()], question)
 
 
-# An answer's pieces around its citations: a sentence's text, then its citation.
-_CITATIONS = re.compile(r"(\[\d+\])")
 _DOCS_HEAD = re.compile(r"^[^\[\]]*? — ")  # a docs answer's "json.dumps() — "
 _AFTER_CITATION = re.compile(r"^[.!?]?\s*")  # a later sentence's text opens after ". "
 _QUOTE_SENTENCE_START = re.compile(r"(?<=[.!?])\s+")
@@ -131,16 +129,18 @@ def completed_from_quote(answer: str, quotes: Sequence[Quoted]) -> str | None:
     something twice (distinct_sentence_count falls)."""
     if is_declined(answer):
         return None
-    pieces = _CITATIONS.split(answer)
+    pieces = CITATION.split(answer)  # a sentence's text, its citation's number, ...
+    texts, cites = pieces[0::2], [int(n) for n in pieces[1::2]]
     completed_any = False
-    for i in range(0, len(pieces) - 1, 2):
-        lead = (_DOCS_HEAD if i == 0 else _AFTER_CITATION).match(pieces[i])
+    for i, cite in enumerate(cites):
+        lead = (_DOCS_HEAD if i == 0 else _AFTER_CITATION).match(texts[i])
         head = lead[0] if lead else ""
-        whole = _completed_sentence(pieces[i][len(head) :], int(pieces[i + 1][1:-1]), quotes)
+        whole = _completed_sentence(texts[i][len(head) :], cite, quotes)
         if whole is not None:
-            pieces[i] = f"{head}{whole} "
+            texts[i] = f"{head}{whole} "
             completed_any = True
-    completed = "".join(pieces)
+    cited = zip(texts[:-1], cites, strict=True)  # the text after the last citation apart
+    completed = "".join(f"{text}[{cite}]" for text, cite in cited) + texts[-1]
     if not completed_any or distinct_sentence_count(completed) < distinct_sentence_count(answer):
         return None
     return completed
