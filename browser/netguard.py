@@ -1,4 +1,4 @@
-"""The SSRF guard: which URLs, hosts and addresses a fetch may reach (DESIGN.md, security).
+"""The SSRF guard: which URLs, hosts and addresses a fetch may reach (docs/design.md, security).
 
 A model reading hostile text chooses the URLs we fetch, so every connection goes through
 `GuardedNetworkBackend`: it resolves the host itself, refuses the whole host if any answer

@@ -1,7 +1,7 @@
 """The exact texts the policy reads: observations (format version 1) and the answer prompt.
 
 Any change to these formats must bump OBSERVATION_FORMAT_VERSION: checkpoints record the
-version they were trained on and the service refuses a mismatch (DESIGN.md).
+version they were trained on and the service refuses a mismatch (docs/design.md).
 """
 
 from collections.abc import Sequence

@@ -9,7 +9,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 # Characters with a meaning in observations, answer prompts or commands, and the
-# look-alikes that replace them when they occur in page text (DESIGN.md: page text is data).
+# look-alikes that replace them when they occur in page text (docs/design.md: page text is data).
 _LOOKALIKES = str.maketrans(
     {
         "【": "〖",
