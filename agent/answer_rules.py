@@ -88,17 +88,24 @@ MIN_SENTENCE_WORDS = 3
 REPEATED_WORDS = 8
 
 
-def distinct_sentence_count(answer: str) -> int:
-    """The answer's sentences of MIN_SENTENCE_WORDS words or more (parentheses aside, so a
-    page's "Title (site) [1]." is not one), and 0 when it repeats itself: a sentence
-    twice, or REPEATED_WORDS words twice (normalised as gold answers are)."""
+def _sentences(answer: str) -> list[str]:
+    """The answer's sentences of MIN_SENTENCE_WORDS words or more, normalised as gold
+    answers are, parentheses aside (a page's "Title (site) [1]." is not one)."""
     sentences = [normalize(_ASIDE.sub(" ", s)) for s in _ANSWER_SENTENCE_END.split(answer.strip())]
-    counted = [s for s in sentences if len(s.split()) >= MIN_SENTENCE_WORDS]
+    return [s for s in sentences if len(s.split()) >= MIN_SENTENCE_WORDS]
+
+
+def repeats_itself(answer: str) -> bool:
+    """The answer says a sentence twice, or REPEATED_WORDS words twice."""
+    counted = _sentences(answer)
     words = " ".join(counted).split()
     runs = [tuple(words[i : i + REPEATED_WORDS]) for i in range(len(words) - REPEATED_WORDS + 1)]
-    if len(set(counted)) < len(counted) or len(set(runs)) < len(runs):
-        return 0
-    return len(counted)
+    return len(set(counted)) < len(counted) or len(set(runs)) < len(runs)
+
+
+def distinct_sentence_count(answer: str) -> int:
+    """The answer's sentences (_sentences), and 0 when it repeats itself."""
+    return 0 if repeats_itself(answer) else len(_sentences(answer))
 
 
 def restates_question(answer: str, question: str) -> bool:

@@ -38,7 +38,7 @@ _PARTICIPLE = re.compile(r"^(?:\w+(?:ed|en|wn)|born|built|made|held|found|led|so
 # "What does X do" / "How does X work" / "What does X mean": the verbs that end such questions.
 _DOES = {
     "do": "does", "work": "works", "mean": "means", "stand": "stands", "contain": "contains",
-    "return": "returns", "take": "takes", "cause": "causes",
+    "return": "returns", "take": "takes", "cause": "causes", "have": "has",
 }  # fmt: skip
 # After a form of "be", these open a place, not a subject: "how many bricks are in X".
 _LOCATIVE = {"in", "on", "at", "inside", "within"}
@@ -47,6 +47,10 @@ _NAME_PARTICLES = {"of", "de", "da", "van", "von", "and", "la", "le", "du", "der
 # Lower-case words inside an event's name after "will"/"can": "the Nobel Prize in Physics".
 _EVENT_PARTICLES = _NAME_PARTICLES | {"the", "in", "for"}
 _PRONOUNS = {"it", "he", "she", "they", "we", "you", "i"}
+# Words that end a question whose rest is not a noun phrase ("what is X used for").
+_TRAILING = {
+    "for", "like", "about", "of", "from", "to", "with", "in", "on", "at", "by", "as", "into",
+}  # fmt: skip
 _DETERMINERS = {"the", "a", "an", "his", "her", "its", "their", "my", "your", "our", "this"}
 
 
@@ -76,7 +80,23 @@ def _subject_end(words: list[str]) -> int | None:
         or (words[at] in _NAME_PARTICLES and at + 1 < len(words) and words[at + 1][:1].isupper())
     ):
         at += 1
+    if start < at < len(words) and words[at - 1].endswith(("'s", "’s")):
+        return None  # "Rumi's family": the name owns what follows, the subject goes on
     return at if start < at < len(words) else None
+
+
+def _asks_subject(text: str) -> bool:
+    """Whether a question whose wh-phrase is not followed by its verb ("which country has
+    the most people") asks for its clause's subject, so that it reads as an indirect
+    question as it stands. Not where "do" supports another verb ("what genus does X belong
+    to") or it ends with a preposition or a participle ("which ocean is X on", "what year
+    was X born"): there the wh-phrase is the object, and the words would need reordering."""
+    words = text.lower().split(" ")
+    return (
+        not any(word in {"do", "does", "did"} for word in words)
+        and words[-1] not in _TRAILING
+        and not _PARTICIPLE.match(words[-1])
+    )
 
 
 def _past(verb: str) -> str:
@@ -99,8 +119,8 @@ def indirect_question(question: str) -> str:
     first = text.split(" ", 1)[0]
     match = _AUX.match(text)
     if match is None:
-        if first.lower() in {"who", "what", "which", "whose", "how"}:  # "who won ...": subject
-            return first.lower() + text[len(first) :]
+        if first.lower() in {"who", "what", "which", "whose", "how"} and _asks_subject(text):
+            return first.lower() + text[len(first) :]  # "who won ...": the wh-word's the subject
         return f"the answer to “{text}?”"
     wh = match["wh"][:1].lower() + match["wh"][1:]
     aux, rest = match["aux"], match["rest"].split(" ")
@@ -123,8 +143,13 @@ def indirect_question(question: str) -> str:
         if last in _DOES:  # "what does X do" -> "what X does"
             return f"{wh} {' '.join(subject)} {last if aux == 'do' else _DOES[last]}"
         return f"the answer to “{text}?”"
-    if _PARTICIPLE.match(last):  # "when was X born" -> "when X was born"
+    if aux in {"is", "are", "was", "were"} and _PARTICIPLE.match(last):
+        # "when was X born" -> "when X was born"
         return f"{wh} {' '.join(subject)} {aux} {last}"
+    if wh.lower().startswith("why") or last.lower() in _TRAILING:
+        # "why is the sky blue", "what is X used for": the rest is not a noun phrase, and
+        # moving the verb to its end would not make a clause
+        return f"the answer to “{text}?”"
     return f"{wh} {' '.join(rest)} {aux}"  # "what is the capital of X" -> "what ... X is"
 
 
@@ -138,11 +163,11 @@ def _modal_clause(wh: str, aux: str, rest: list[str], text: str) -> str:
     wh_is_subject = wh.split(" ")[0].lower() in {"who", "what", "which", "whose"} or (
         wh.lower().startswith(("how many", "how much"))
     )
-    if wh_is_subject and first.islower() and first not in _DETERMINERS and "'" not in first:
-        return f"{wh} {aux} {' '.join(rest)}"
-    if "be" in rest[1:]:  # "what will the population of X be in 2050"
+    if "be" in rest[1:]:  # "what will the population of X be in 2050", "what can X be made of"
         at = rest.index("be", 1)
         return " ".join([wh, *rest[:at], aux, *rest[at:]])
+    if wh_is_subject and first.islower() and first not in _DETERMINERS and "'" not in first:
+        return f"{wh} {aux} {' '.join(rest)}"
     at = 0
     while at < len(rest) and (
         rest[at][:1].isupper() or rest[at][:1].isdigit() or rest[at] in _EVENT_PARTICLES

@@ -17,13 +17,20 @@ from webgpt.agent.answer_rules import (
     restates_question,
     unshown_names,
 )
-from webgpt.agent.declines import DECLINE_CLAUSE_REGEX, DECLINE_PREFIX, is_declined, uncited_decline
+from webgpt.agent.declines import (
+    DECLINE_CLAUSE_REGEX,
+    DECLINE_PREFIX,
+    decline_answer,
+    is_declined,
+    uncited_decline,
+)
+from webgpt.agent.degenerate import degeneracy
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.grammar import (
     ANSWER_TEXT,
     Quoted,
     answer_regex,
-    browsing_regex,
+    browsing_grammar,
     cited_answer_regex,
     continued_answer_regex,
     quoted_sentence_regex,
@@ -36,6 +43,7 @@ from webgpt.agent.trace import (
     AnswerDeltaEvent,
     EpisodeStartEvent,
     Reference,
+    ShapedEvent,
     TraceEvent,
 )
 from webgpt.browser.session import BrowserSession
@@ -48,6 +56,19 @@ DECLINE_OPENING = DECLINE_PREFIX.rstrip()
 # least this many of a quote's words (agent.episode.reopen).
 MIN_OPENING_WORDS = 3
 AnswerBranch = Literal["either", "cited", "decline"]
+# What may change an answer after the policy's first draft (ShapedEvent.part):
+SHAPING_PARTS = {
+    "grounded_decline": "declined: the question names what no quote shows",
+    "decline_threshold": "the policy's own probability of a decline chose the branch",
+    "decline_wording": "a decline's sentence written by rule from the question",
+    "bounded_retry": "written again, its first citation within reach (cut at the limit)",
+    "by_quote": "written again a sentence a quote (it restated the question)",
+    "reopened": "written again from its first citation (it said a sentence twice)",
+    "sentence_a_quote": "written again a sentence a quote (it still said one twice)",
+    "completed": "a sentence stopping short of its quote's sentence completed from it",
+    "degenerate_retry": "written again a sentence a quote (it was degenerate)",
+    "degenerate_decline": "declined: its drafts were degenerate",
+}
 
 
 # WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
@@ -158,6 +179,9 @@ class EpisodeResult:
     decline_probability: float | None = None
     # What the question names that no quote shows: why a grounded decline was written
     unshown: list[str] = field(default_factory=list)
+    # The parts other than the policy's sampling that changed the answer, in order
+    # (SHAPING_PARTS); empty: the answer is the policy's first draft as written.
+    shaped_by: list[str] = field(default_factory=list)
 
     @property
     def declined(self) -> bool:
@@ -237,26 +261,26 @@ async def run_episode(
     if emit is not None:
         await emit(EpisodeStartEvent(episode=episode, question=question))
     while not session.done:
+        grammar = (
+            browsing_grammar(
+                session,
+                allow_refusal=config.allow_refusal,
+                force_finish=config.force_finish,
+                min_quotes=config.quotes_wanted(question),
+                relevant_quotes=config.quote_choices(question),
+                numbers_bear=config.wants_number(question),
+                finds_on_page=config.finds_on_page,
+                question_search=config.question_search,
+            )
+            if config.guided
+            else None
+        )
         sampling = Sampling(
             n=1,
             temperature=config.temperature,
             max_tokens=config.command_max_tokens,
             stop=COMMAND_STOP,
-            regex=with_stop(
-                browsing_regex(
-                    session,
-                    allow_refusal=config.allow_refusal,
-                    force_finish=config.force_finish,
-                    min_quotes=config.quotes_wanted(question),
-                    relevant_quotes=config.quote_choices(question),
-                    numbers_bear=config.wants_number(question),
-                    finds_on_page=config.finds_on_page,
-                    question_search=config.question_search,
-                ),
-                COMMAND_STOP[0],
-            )
-            if config.guided
-            else None,
+            regex=with_stop(grammar.regex, COMMAND_STOP[0]) if grammar is not None else None,
         )
         clock = time.perf_counter()
         completions = await policy.complete(browsing_prompt(observation), sampling)
@@ -277,6 +301,7 @@ async def run_episode(
                     command=command,
                     event=step.event,
                     actions_left=session.actions_left,
+                    narrowed=grammar.narrowed if grammar is not None else [],
                 )
             )
     result.end_reason = session.end_reason
@@ -304,17 +329,69 @@ async def write_answer(
     emit: Emit | None = None,
 ) -> None:
     """The answer phase, into result: the policy writes an answer citing the session's
-    quotes (none without quotes); citations of no quote are removed, a decline cites none.
+    quotes (none without quotes); citations of no quote are removed, a decline cites none
+    and its sentence is written by rule from the question (agent.declines.decline_answer).
     A question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
     else, with a decline threshold, the policy's probability of a decline chooses which.
     Under guided decoding an answer is written again where it restates the question or says
-    a sentence twice, and completed where it stops short of its quote's sentence."""
+    a sentence twice, and completed where it stops short of its quote's sentence; a
+    degenerate answer (agent.degenerate) is written once more a sentence a quote, and
+    declined if that is degenerate too. Each such part is named in result.shaped_by and in
+    the trace (ShapedEvent)."""
     result.references = result.quotes = references(session)
     if not session.quotes:
         return
     prompt = session.answer_prompt()
     result.answer_prompt = prompt
     clock = time.perf_counter()
+
+    async def shaped(part: str, detail: str = "") -> None:
+        result.shaped_by.append(part)
+        if emit is not None:
+            await emit(ShapedEvent(episode=result.episode, part=part, detail=detail))
+
+    async def draft(text: str) -> None:
+        """A draft written by rule rather than sampled, shown in the trace on its line."""
+        if emit is not None:
+            await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + text))
+
+    answer = await _drafted_answer(result, session, policy, config, shaped, draft, emit)
+    if config.guided and (why := degeneracy(answer)) is not None:
+        await shaped("degenerate_retry", why)
+        cites = _cited_or_first(answer, len(session.quotes), config.quotes_wanted(session.question))
+        by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
+        if by_quote is not None and degeneracy(by_quote) is None:
+            answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
+        else:
+            answer, result.dangling_citations = decline_answer(session.question), []
+            await shaped("degenerate_decline", why)
+            await draft(answer)
+    if is_declined(answer) and answer != decline_answer(session.question):
+        answer = decline_answer(session.question)
+        await shaped("decline_wording")
+        await draft(answer)
+    result.timings.policy_s += time.perf_counter() - clock
+    result.answer = answer
+    if is_declined(answer):  # it cites nothing, so it has no references
+        result.references = []
+
+
+Shaped = Callable[[str, str], Awaitable[None]]
+Draft = Callable[[str], Awaitable[None]]
+
+
+async def _drafted_answer(
+    result: EpisodeResult,
+    session: BrowserSession,
+    policy: Policy,
+    config: EpisodeConfig,
+    shaped: Shaped,
+    draft: Draft,
+    emit: Emit | None,
+) -> str:
+    """The answer as the policy drafts it and the answer rules of guided decoding rewrite it
+    (write_answer), before the degenerate check."""
+    prompt = session.answer_prompt()
     branch: AnswerBranch = "either"
     if config.guided and config.grounded_declines:
         pages = [
@@ -323,35 +400,37 @@ async def write_answer(
         ]
         result.unshown = unshown_names(session.question, session.quotes, pages)
     if result.unshown:
+        await shaped("grounded_decline", ", ".join(result.unshown))
         branch = "decline"
     elif config.decline_threshold is not None:
         result.decline_probability, used = await decline_probability(policy, prompt)
         result.usage += used
         declines = result.decline_probability >= config.decline_threshold
         branch = "decline" if declines else "cited"
-    sampling = answer_sampling(config, session.question, session.quotes, branch)
-    opening = ""
+        await shaped("decline_threshold", f"{result.decline_probability:.3f}")
     if branch == "decline":
-        opening = DECLINE_OPENING
-        prompt += DECLINE_OPENING
+        # what the pages do not say is the question itself: the sentence is written by rule
+        declined = decline_answer(session.question)
         if emit is not None:
-            await emit(AnswerDeltaEvent(episode=result.episode, text=DECLINE_OPENING))
+            await emit(AnswerDeltaEvent(episode=result.episode, text=declined))
+        return declined
+    sampling = answer_sampling(config, session.question, session.quotes, branch)
     text, finish = await _stream_answer(result, policy, prompt, sampling, emit)
-    answer, result.dangling_citations = served_answer(opening + text, len(session.quotes))
+    answer, result.dangling_citations = served_answer(text, len(session.quotes))
     if config.guided and finish == "length" and not CITATION.search(answer):
         # Cut at the token limit before its first citation: the policy looped in a first
-        # sentence the grammar leaves unbounded ("atexit — atexit — ..."). Once more, its
-        # first citation within reach; the trace shows both drafts.
+        # sentence the grammar leaves unbounded. Once more, its first citation within reach.
+        await shaped("bounded_retry", "")
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text="\n"))
         sampling = answer_sampling(config, session.question, session.quotes, branch, bounded=True)
         text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
-        answer, result.dangling_citations = served_answer(opening + text, len(session.quotes))
+        answer, result.dangling_citations = served_answer(text, len(session.quotes))
     if config.guided and restates_question(answer, session.question):
-        # An answer that says nothing the question does not ("datetime.datetime.today() —
-        # [1].", "A refrigerator keeps food cold [1].") is written once more a sentence a
-        # quote, opened with the words of the quote it cited, or of the first two for an
-        # explanation; kept where it says something. The trace shows both drafts.
+        # An answer that says nothing the question does not is written once more a sentence
+        # a quote, opened with the words of the quote it cited, or of the first two for an
+        # explanation; kept where it says something.
+        await shaped("by_quote", "")
         explains = config.quotes_wanted(session.question) > 1 and len(session.quotes) > 1
         cites = (1, 2) if explains else (int(CITATION.findall(answer)[0]),)
         by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
@@ -361,13 +440,12 @@ async def write_answer(
         reopen(answer, session.quotes) if config.quotes_wanted(session.question) > 1 else None
     )
     if config.guided and reopened is not None:
-        # An explanation that said a sentence twice ("X [1]. X [2].") is written once more
-        # from its first citation, the next sentence opened with the words of a quote it
-        # does not cite there; kept where it says nothing twice, else written a sentence a
-        # quote (_write_by_quote). The trace shows every draft.
+        # An explanation that said a sentence twice is written once more from its first
+        # citation, the next sentence opened with the words of a quote it does not cite
+        # there; kept where it says nothing twice, else written a sentence a quote.
+        await shaped("reopened", "")
         head, cite = reopened
-        if emit is not None:
-            await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + head))
+        await draft(head)
         sampling = answer_sampling(
             config, session.question, session.quotes, branch, reopened_cite=cite
         )
@@ -375,22 +453,28 @@ async def write_answer(
         again, dangling = served_answer(head + text, len(session.quotes))
         if finish != "length" and distinct_sentence_count(again) > 0:
             answer, result.dangling_citations = again, dangling
-        else:  # still twice: a sentence a quote, from the start
+        else:
+            await shaped("sentence_a_quote", "")
             by_quote = await _write_by_quote(result, session, policy, config, emit)
             if by_quote is not None:
                 answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
     completed = completed_from_quote(answer, session.quotes) if config.guided else None
     if completed is not None:
         # An answer that copies the opening of a quote's sentence and stops short of its end
-        # ("asyncio.set_child_watcher() — set the current [1].") says that sentence whole,
-        # in the quote's words. The trace shows both drafts.
-        if emit is not None:
-            await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + completed))
+        # says that sentence whole, in the quote's words.
+        await shaped("completed", "")
+        await draft(completed)
         answer = completed
-    result.timings.policy_s += time.perf_counter() - clock
-    result.answer = answer
-    if is_declined(answer):  # it cites nothing, so it has no references
-        result.references = []
+    return answer
+
+
+def _cited_or_first(answer: str, quote_count: int, wanted: int) -> tuple[int, ...]:
+    """The quotes a retry writes a sentence each from: those the answer cites, else the
+    first ones, as many as the question wants (at least one)."""
+    numbers = (int(n) for n in CITATION.findall(answer))
+    cited = list(dict.fromkeys(n for n in numbers if 1 <= n <= quote_count))
+    first = [n for n in range(1, quote_count + 1) if n not in cited]
+    return tuple((cited + first)[: max(wanted, 1)])
 
 
 def reopen(answer: str, quotes: Sequence[Quoted]) -> tuple[str, int] | None:

@@ -14,7 +14,7 @@ literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
 from webgpt.agent.queries import named_callables, question_query
@@ -102,7 +102,7 @@ def _paragraphs(lines: list[str]) -> list[str]:
     return [" ".join(p) for p in paragraphs if p]
 
 
-def browsing_regex(
+def browsing_grammar(
     session: BrowserSession,
     *,
     allow_refusal: bool = False,
@@ -112,42 +112,48 @@ def browsing_regex(
     finds_on_page: bool = False,
     question_search: bool = False,
     numbers_bear: bool = False,
-) -> str:
-    """The commands that make sense in the session's current state. Browsing ends once it
-    holds min_quotes quotes; with its actions running out, once it holds one, after quoting
-    what is in view where it wants more; a sentence quoted
-    already is not offered again, and with relevant_quotes K only the K in view that bear
-    most on the question are offered (agent.relevance; numbers_bear: a how-many question,
-    for which a number is one of its terms). A page that writes a callable the question
-    names before its arguments ("asyncio.Condition.acquire(", the renderer writing a
-    signature's qualified name) takes a Find of that only, until the signature
-    tops the view: its entry, not an example that calls "acquire(" on another class above
-    it (_find_text). With finds_on_page, a page that
-    writes names before their arguments takes a Find of one of those only (shown_names):
-    a Find of text the page lacks finds nothing ("json.json(" fourteen times, v17). With
-    question_search, the episode's first Search is the question's own words
-    (agent.queries.question_query): a policy that learned to search with the answer
-    page's title guesses one ("Search Wind" for "who produced gone with the wind 1939")."""
+) -> "BrowsingGrammar":
+    """The commands that make sense in the session's current state, and the names of the
+    grammar's parts that narrowed them (the trace shows them beside each command).
+
+    Browsing ends once it holds min_quotes quotes; with its actions running out, once it
+    holds one, after quoting what is in view where it wants more. A sentence quoted already
+    is not offered again, and with relevant_quotes K only the K in view that bear most on
+    the question are offered (agent.relevance; numbers_bear: a how-many question, for which
+    a number is one of its terms). A page that writes a callable the question names before
+    its arguments takes a Find of that only, until its signature tops the view, so that the
+    Find lands on its entry rather than on an example that calls a method of the same name
+    on another class (_find_text). With finds_on_page, a page that writes names before their
+    arguments takes a Find of one of those only (a Find of text the page lacks finds
+    nothing). With question_search, the episode's first Search is the question's own words
+    (agent.queries.question_query) rather than a guessed page title."""
     held = {q.extract for q in session.quotes}
     quotes = [q for q in quote_choices(session) if q not in held]
+    narrowed: list[str] = []
     if relevant_quotes is not None:
         page_text = session.page.text_index.text
+        offered = len(quotes)
         quotes = most_relevant(
             session.question, quotes, page_text, relevant_quotes, numbers_bear=numbers_bear
         )
+        if len(quotes) < offered:
+            narrowed.append("relevant_quotes")
     link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
     quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
     click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
     search = r"Search [^\n]+"
     if question_search and not any(a.startswith("Search ") for a in session.past_actions):
         search = "Search " + _literal(question_query(session.question))
+        narrowed.append("question_search")
     left = session.actions_left
+    finishing = [*narrowed, "force_finish"]
     if force_finish and session.quotes and left <= 1:
-        return "End: Answer"
+        return BrowsingGrammar("End: Answer", finishing)
     if force_finish and not session.quotes and left <= FORCE_FINISH_ACTIONS:
         # Quote what is in view, else open a page, else search with the question's own
         # words (a free query may match nothing): the shortest way to a quote.
-        return quote if quotes else click if link_ids else _question_search(session.question)
+        forced = quote if quotes else click if link_ids else _question_search(session.question)
+        return BrowsingGrammar(forced, finishing)
     if (
         force_finish
         and len(session.quotes) < min_quotes
@@ -156,7 +162,7 @@ def browsing_regex(
     ):
         # An explanation holding one quote takes another from what is in view: answered
         # from one quote, it cites one.
-        return quote
+        return BrowsingGrammar(quote, finishing)
     options = [search]
     if link_ids:
         options.append(click)
@@ -164,6 +170,8 @@ def browsing_regex(
         find = _find_text(session, finds_on_page)
         if find is not None:
             options.append(f"Find in page: {find}")
+        if find != r"[^\n]+":
+            narrowed.append("named_find")
         options += ["Scrolled (down|up) [123]", "Top"]
     if quotes:
         options.append(quote)
@@ -173,7 +181,19 @@ def browsing_regex(
         options.append("End: Answer")
     if allow_refusal:
         options.append("End: (Nonsense|Controversial)")
-    return _alternatives(options)
+    return BrowsingGrammar(_alternatives(options), narrowed)
+
+
+class BrowsingGrammar(NamedTuple):
+    regex: str  # the commands allowed now
+    # the parts of the grammar that narrowed them beyond what the browser accepts:
+    # question_search, relevant_quotes, named_find, force_finish
+    narrowed: list[str]
+
+
+def browsing_regex(session: BrowserSession, **options: Any) -> str:
+    """browsing_grammar's regex alone (benchmarks and tests read it so)."""
+    return browsing_grammar(session, **options).regex
 
 
 def _find_text(session: BrowserSession, finds_on_page: bool) -> str | None:

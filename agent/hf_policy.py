@@ -1,8 +1,9 @@
 """An in-process transformers policy, for tests and trainer rollouts.
 
-It takes the same prompts and Sampling as the vLLM client. Regex constraints are not
-applied (transformers has no regex-guided sampling built in): commands it writes go
-through the browser's parser like any unguided policy's.
+It takes the same prompts and Sampling as the vLLM client, regex constraints included:
+a Sampling's regex is compiled with xgrammar, the engine vLLM's structured outputs use,
+and masks each sampled token, so trainer rollouts decode under the grammar the service
+decodes under (`guided=False` samples without it, like an unguided policy).
 """
 
 import asyncio
@@ -66,9 +67,11 @@ class TransformersPolicy:
     name: str = "in-process"
     max_batch: int = 32
     batch_window_s: float = 0.005
+    guided: bool = True  # apply a Sampling's regex (xgrammar), as vLLM's structured outputs do
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _waiting: dict[Sampling, list[_Call]] = field(default_factory=dict, init=False, repr=False)
     _generating: "asyncio.Task[None] | None" = field(default=None, init=False, repr=False)
+    _grammars: Any = field(default=None, init=False, repr=False)  # xgrammar.GrammarCompiler
 
     def __post_init__(self) -> None:
         if self.tokenizer.pad_token is None:
@@ -158,6 +161,7 @@ class TransformersPolicy:
         width = inputs["input_ids"].shape[1]
         sample = sampling.temperature > 0
         with self._lock, torch.no_grad():  # one generation at a time: the model is shared
+            guide = self._logits_processors(sampling)
             output = self.model.generate(
                 **inputs,
                 do_sample=sample,
@@ -170,6 +174,7 @@ class TransformersPolicy:
                 stop_strings=list(sampling.stop) or None,
                 tokenizer=self.tokenizer,
                 pad_token_id=self.tokenizer.pad_token_id,
+                logits_processor=guide,
             )
         # output: (len(prompts) * n, width + new) token ids, each prompt's n rows together
         rows = output[:, width:].tolist()
@@ -183,6 +188,20 @@ class TransformersPolicy:
             self._completions(rows[i * sampling.n : (i + 1) * sampling.n], prompt_ids, sampling)
             for i, prompt_ids in enumerate(prompts_ids)
         ]
+
+    def _logits_processors(self, sampling: Sampling) -> list[Any] | None:
+        """The token masks of the Sampling's regex for one `generate`; None without one.
+        Compiled grammars are cached by the compiler, keyed by the regex."""
+        if sampling.regex is None or not self.guided:
+            return None
+        import xgrammar
+
+        if self._grammars is None:
+            info = xgrammar.TokenizerInfo.from_huggingface(
+                self.tokenizer, vocab_size=self.model.config.vocab_size
+            )
+            self._grammars = xgrammar.GrammarCompiler(info)
+        return [_RegexMask(self._grammars.compile_regex(sampling.regex))]
 
     def _completions(
         self, rows: list[list[int]], prompt_ids: list[int], sampling: Sampling
@@ -206,3 +225,41 @@ class TransformersPolicy:
             Usage(len(prompt_ids), completion_tokens),
             prompt_token_ids=tuple(prompt_ids) if sampling.token_ids else None,
         )
+
+
+class _RegexMask:
+    """A `generate` logits processor that masks each row's next token to what its regex
+    allows (one xgrammar matcher a row, made on the first call: one processor a call).
+
+    A row that has ended (at a stop string or the end-of-sequence token) goes on receiving
+    padding while the others generate; its matcher refuses that token, and the row is left
+    unmasked from then on."""
+
+    def __init__(self, grammar: Any) -> None:
+        self.grammar = grammar
+        self.matchers: list[Any] = []
+        self.ended: list[bool] = []
+        self.bitmask: Any = None
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import xgrammar
+
+        # input_ids: (rows, length) so far; scores: (rows, vocab) for the next token
+        if not self.matchers:
+            rows = input_ids.shape[0]
+            self.matchers = [xgrammar.GrammarMatcher(self.grammar) for _ in range(rows)]
+            self.ended = [False] * rows
+            self.bitmask = xgrammar.allocate_token_bitmask(
+                rows, self.grammar.tokenizer_info.vocab_size
+            )
+        else:
+            for row, matcher in enumerate(self.matchers):
+                if not self.ended[row] and not matcher.accept_token(int(input_ids[row, -1])):
+                    self.ended[row] = True
+        for row, matcher in enumerate(self.matchers):
+            if self.ended[row] or matcher.is_terminated():
+                self.bitmask[row].fill_(-1)  # every bit set: nothing masked
+            else:
+                matcher.fill_next_token_bitmask(self.bitmask, row)
+        xgrammar.apply_token_bitmask_inplace(scores, self.bitmask.to(scores.device))
+        return scores

@@ -26,12 +26,26 @@ class ActionEvent(_Event):
     command: str  # what the policy wrote
     event: BrowserEvent
     actions_left: int
+    # the parts of the grammar that narrowed what the policy could write at this step
+    # (agent.grammar.BrowsingGrammar): question_search, relevant_quotes, named_find,
+    # force_finish
+    narrowed: list[str] = []
 
 
 class AnswerDeltaEvent(_Event):
     type: Literal["answer_delta"] = "answer_delta"
     episode: int
     text: str
+
+
+class ShapedEvent(_Event):
+    """A part other than the policy's own sampling changed this episode's answer: which
+    (agent.episode.SHAPING_PARTS) and, where it helps, why."""
+
+    type: Literal["shaped"] = "shaped"
+    episode: int
+    part: str
+    detail: str = ""
 
 
 class Reference(_Event):
@@ -65,6 +79,11 @@ class EpisodeErrorEvent(_Event):
 
 
 TraceEvent = Annotated[
-    EpisodeStartEvent | ActionEvent | AnswerDeltaEvent | CandidateEvent | EpisodeErrorEvent,
+    EpisodeStartEvent
+    | ActionEvent
+    | AnswerDeltaEvent
+    | ShapedEvent
+    | CandidateEvent
+    | EpisodeErrorEvent,
     Field(discriminator="type"),
 ]

@@ -18,7 +18,13 @@ from webgpt.agent.registry import PROMOTIONS, Figures, PolicyRegistry
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import offline_web
-from webgpt.evals.questions import PEOPLE_QUESTIONS, Question, load_questions, questions_digest
+from webgpt.evals.questions import (
+    PEOPLE_QUESTIONS,
+    SEALED_QUESTIONS,
+    Question,
+    load_questions,
+    questions_digest,
+)
 from webgpt.infra.vllm_server import print_progress
 
 if TYPE_CHECKING:
@@ -35,6 +41,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     evaluate.add_argument("--split", default=None, help="only rows of this split (e.g. dev)")
     evaluate.add_argument("--limit", type=int, default=0, help="at most this many questions")
+    evaluate.add_argument(
+        "--sealed",
+        action="store_true",
+        help="evaluate the sealed test set (data/questions/sealed-test.jsonl) whole and append "
+        "each policy's figures to docs/eval/test-ledger.md: once per released default, never "
+        "to choose",
+    )
     evaluate.add_argument(
         "--policy",
         action="append",
@@ -249,8 +262,15 @@ def _eval(args: argparse.Namespace) -> int:
         if args.questions is not None or args.best_of:
             raise ConfigurationError("--pool reports earlier samples: no --questions or --best-of")
         return _report_best_of(args, _pooled_samples(args.pool))
+    if args.sealed:
+        if args.questions is not None or args.split or args.limit or args.best_of:
+            raise ConfigurationError(
+                "--sealed evaluates the whole sealed set: no --questions, --split, --limit "
+                "or --best-of"
+            )
+        args.questions = SEALED_QUESTIONS
     if args.questions is None:
-        raise ConfigurationError("eval needs --questions (or --pool)")
+        raise ConfigurationError("eval needs --questions (or --pool, or --sealed)")
     questions = load_questions(args.questions, args.split)
     if args.limit:
         questions = questions[: args.limit]
@@ -266,6 +286,11 @@ def _eval(args: argparse.Namespace) -> int:
     print(format_table(reports))
     if args.json_out is not None:
         args.json_out.write_text(json.dumps([r.to_json() for r in reports], indent=2))
+    if args.sealed:
+        from webgpt.evals.ledger import LEDGER, record
+
+        for line in record(reports):
+            print(f"{LEDGER}: {line}")
     return 0
 
 

@@ -14,11 +14,20 @@ Per policy:
 - cited: the answer cites at least one reference, over all questions;
 - faithful: every extract the answer cites occurs verbatim in the page it names, checked
   by fetching that page again (a fresh page cache), over the answers that cite;
+- support: the share of the cited answers' sentences whose content words all stand in
+  the quotes the sentence cites (a word stands there when a word of the quote shares its
+  first SUPPORT_LETTERS letters, so "painted" stands in "painting"): a check an answer can
+  fail, unlike faithful, which guided decoding makes sure of;
+- degenerate: how many answers loop, repeat, leave blanks or stop mid-sentence
+  (agent.degenerate), which the service must never serve;
+- unedited: the share of answers that are the policy's first draft as it wrote it, no
+  answer rule having changed them (agent.episode.SHAPING_PARTS);
 - invalid-action rate (over all actions), actions per episode, wall time per question,
   and optionally the reward model's mean score.
 """
 
 import asyncio
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +39,7 @@ from webgpt.agent.answer import ScoredAnswer, Scorer
 from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.answer_rules import distinct_sentence_count as distinct_sentence_count
 from webgpt.agent.declines import is_declined
+from webgpt.agent.degenerate import degeneracy
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import PolicyError
 from webgpt.agent.policy import Policy
@@ -65,6 +75,10 @@ class Outcome:
     decline_probability: float | None = None
     # With grounded declines: what the question named that no quote showed (a decline)
     unshown: list[str] = field(default_factory=list)
+    degenerate: str | None = None  # agent.degenerate.degeneracy of the answer
+    shaped_by: list[str] = field(default_factory=list)  # EpisodeResult.shaped_by
+    cited_sentences: int = 0  # sentences that cite a quote
+    supported_sentences: int = 0  # of them, those whose content words stand in its quotes
 
     @property
     def long_enough(self) -> bool:
@@ -74,6 +88,43 @@ class Outcome:
 def is_long_form(sentences: int, distinct_citations: int) -> bool:
     """WebGPT's answer style: two distinct sentences or more, citing two quotes or more."""
     return sentences >= 2 and distinct_citations >= 2
+
+
+# Words a sentence needs no quote for: function words, and the answer's own frame.
+_FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "with", "by", "from", "as", "and",
+    "or", "but", "nor", "that", "which", "who", "whom", "whose", "what", "when", "where",
+    "why", "how", "is", "are", "was", "were", "be", "been", "being", "it", "its", "he",
+    "she", "they", "them", "his", "her", "their", "this", "these", "those", "there", "has",
+    "have", "had", "do", "does", "did", "not", "also", "can", "could", "may", "might",
+    "will", "would", "so", "than", "then", "into", "about", "one", "i", "you", "we",
+})  # fmt: skip
+SUPPORT_LETTERS = 5
+_SENTENCE_CITES = re.compile(r"((?:\s*\[\d+\])+)[.!?]?")
+_CONTENT_WORD = re.compile(r"\w+")
+
+
+def sentence_support(answer: str, references: Sequence[Reference]) -> tuple[int, int]:
+    """(supported, cited) sentences of the answer: each run of text up to its citations is
+    a sentence citing those quotes; it is supported when every content word of it stands
+    in one of them (SUPPORT_LETTERS letters shared)."""
+    supported = cited = start = 0
+    for match in _SENTENCE_CITES.finditer(answer):
+        text, start = answer[start : match.start()], match.end()
+        numbers = [int(n) for n in CITATION.findall(match[1]) if 1 <= int(n) <= len(references)]
+        words = [w for w in _CONTENT_WORD.findall(text.lower()) if w not in _FUNCTION_WORDS]
+        if not numbers or not words:
+            continue
+        quoted = {
+            w[:SUPPORT_LETTERS]
+            for n in numbers
+            for w in _CONTENT_WORD.findall(
+                f"{references[n - 1].title} {references[n - 1].extract}".lower()
+            )
+        }
+        cited += 1
+        supported += all(w[:SUPPORT_LETTERS] in quoted for w in words)
+    return supported, cited
 
 
 def key_point_coverage(answer: str | None, key_points: Sequence[Sequence[str]]) -> float | None:
@@ -101,6 +152,7 @@ class PolicyReport:
         answerable = [o for o in done if o.kind != "unanswerable"]
         unanswerable = [o for o in done if o.kind == "unanswerable"]
         coverage = [o.key_points for o in longform if o.key_points is not None]
+        answered = [o for o in done if o.answer]
         return {
             "policy": self.policy,
             "questions": count,
@@ -120,6 +172,11 @@ class PolicyReport:
             ),
             "longform_two_citations": _share(sum(o.long_enough for o in longform), len(longform)),
             "key_point_coverage": round(statistics.fmean(coverage), 4) if coverage else None,
+            "support": _share(
+                sum(o.supported_sentences for o in done), sum(o.cited_sentences for o in done)
+            ),
+            "degenerate": sum(o.degenerate is not None for o in done),
+            "unedited": _share(sum(not o.shaped_by for o in answered), len(answered)),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -221,6 +278,7 @@ async def evaluate_policy(
                 [ScoredAnswer(question.question, result.answer_prompt, answer)]
             )
         declined = is_declined(answer)
+        supported, cited_sentences = sentence_support(answer or "", result.references)
         report.outcomes.append(
             Outcome(
                 question=question.question,
@@ -241,6 +299,10 @@ async def evaluate_policy(
                 key_points=key_point_coverage(answer, question.key_points),
                 decline_probability=result.decline_probability,
                 unshown=result.unshown,
+                degenerate=degeneracy(answer),
+                shaped_by=result.shaped_by,
+                cited_sentences=cited_sentences,
+                supported_sentences=supported,
             )
         )
         if progress is not None:
@@ -292,6 +354,9 @@ def format_table(reports: Sequence[PolicyReport]) -> str:
         ("declined: unanswerable", "declined_unanswerable", "{:.1%}"),
         ("long-form 2+ cited", "longform_two_citations", "{:.1%}"),
         ("key points", "key_point_coverage", "{:.1%}"),
+        ("support", "support", "{:.1%}"),
+        ("degenerate", "degenerate", "{}"),
+        ("unedited", "unedited", "{:.1%}"),
         ("invalid", "invalid_action_rate", "{:.1%}"),
         ("actions p50", "actions_median", "{:g}"),
         ("s/question p50", "wall_s_median", "{:.1f}"),

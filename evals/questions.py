@@ -10,6 +10,7 @@ from the offline web, and data/questions/ holds the people-written set.
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal, Self
@@ -24,7 +25,11 @@ from webgpt.agent.errors import DataError
 Split = Literal["train", "dev", "test"]
 # The people-written set, in a source checkout (an installed wheel does not carry data/).
 PEOPLE_QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "questions" / "people.jsonl"
+# The sealed test set: evaluated once per released default (evals.ledger), never to choose.
+SEALED_QUESTIONS = PEOPLE_QUESTIONS.with_name("sealed-test.jsonl")
 SPLIT_PERCENT = {"train": 80, "dev": 10, "test": 10}
+# A link marker of a rendered page (browser.render): 【id†text†domain】 or 【id†text】.
+_LINK = re.compile(r"【\d+†([^†】]*)(?:†[^】]*)?】")
 Kind = Literal["factoid", "longform", "unanswerable"]
 
 
@@ -71,6 +76,12 @@ def contains_gold(answer: str, gold_answers: Iterable[str]) -> bool:
 def answers_correctly(answer: str | None, gold_answers: Iterable[str]) -> bool:
     """A factoid's answer is right when it states a gold answer; a decline never is."""
     return bool(answer) and not is_declined(answer) and contains_gold(answer or "", gold_answers)
+
+
+def page_text(lines: Iterable[str]) -> str:
+    """A rendered page's text as one line, links as their text, normalised as answers are
+    judged: where a question set's gold answers and key points must be found."""
+    return normalize(_LINK.sub(r"\1", " ".join(lines)))
 
 
 def jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -1,19 +1,25 @@
-"""Batches of training pages for people who write training questions by hand
-(data/questions/DATA_CARD.md, "Hand-written training questions").
+"""Batches of pages for people who write questions by hand (data/questions/DATA_CARD.md).
 
     .venv/bin/python scripts/question_batches.py OUT_DIR --batches 15 [--first 0]
+    .venv/bin/python scripts/question_batches.py OUT_DIR --batches 5 --split test --unused
 
-Draws the training-split Wikipedia pages of the offline web that have at least two summary
-sentences of 40-400 characters past the first, shuffled with seed 31, and writes batch
-files of --pages-each pages: each page's url, title, description line and its summary
-numbered by sentence, for a writer to ask about sentences 2 and later. Pages of the
-people-written set (data/questions/people.jsonl) are never drawn. Batch k always holds
-the same pages, so --first continues a drawing without repeating a page.
+Draws the Wikipedia pages of one split of the offline web (train by default) that have at
+least two summary sentences of 40-400 characters past the first, shuffled with seed 31, and
+writes batch files of --pages-each pages: each page's url, title, description line and its
+summary numbered by sentence, for a writer to ask about sentences 2 and later. Pages of the
+people-written set (data/questions/people.jsonl) are never drawn; with --unused, no page
+whose URL any file of the repository names (the question sets, the generated evaluation
+subsets, demonstrations, tests) is drawn either: the sealed test set's pages. --source
+python-docs draws Python docs pages of the split instead, listed by url and title (a writer
+reads them with scripts/show_page.py). Batch k always holds the same pages, so --first
+continues a drawing without repeating a page.
 """
 
 import argparse
 import json
 import random
+import re
+import subprocess
 from pathlib import Path
 
 from webgpt.browser.errors import CorpusError
@@ -21,7 +27,26 @@ from webgpt.browser.offline import OfflineWeb, default_store_path
 from webgpt.evals.questions import split_of
 from webgpt.learning.question_generator import wikipedia_page
 
-PEOPLE = Path(__file__).parents[1] / "data" / "questions" / "people.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+PEOPLE = ROOT / "data" / "questions" / "people.jsonl"
+_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+
+
+def named_urls(root: Path) -> set[str]:
+    """Every URL written in a file git tracks under root (an empty set outside a checkout)."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False
+    )
+    urls: set[str] = set()
+    for name in listed.stdout.decode().split("\0"):
+        path = root / name
+        if not name or not path.is_file():
+            continue
+        try:
+            urls.update(_URL.findall(path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:
+            continue
+    return {url.rstrip(".,;:") for url in urls}
 
 
 def main() -> None:
@@ -31,16 +56,28 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0, help="number of the first batch")
     parser.add_argument("--pages-each", type=int, default=170)
     parser.add_argument("--store", type=Path, default=None, help="offline web file")
+    parser.add_argument("--split", choices=["train", "dev", "test"], default="train")
+    parser.add_argument("--source", choices=["wikipedia", "python-docs"], default="wikipedia")
+    parser.add_argument(
+        "--unused", action="store_true", help="no page whose URL a file of the repository names"
+    )
     args = parser.parse_args()
     with PEOPLE.open() as lines:
-        people = {json.loads(line).get("url") for line in lines}
+        excluded = {json.loads(line).get("url") for line in lines}
+    if args.unused:
+        excluded |= named_urls(ROOT)
     try:
         store = OfflineWeb(args.store or default_store_path())
     except CorpusError as error:
         parser.error(str(error))
     pages = []
     for page in store.pages():
-        if page.source != "wikipedia" or split_of(page.url) != "train" or page.url in people:
+        if page.source != args.source or split_of(page.url) != args.split:
+            continue
+        if page.url in excluded:
+            continue
+        if args.source != "wikipedia":
+            pages.append((page.url, page.title, "", []))
             continue
         body = store.body(page.url)
         if body is None:

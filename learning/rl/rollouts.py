@@ -216,9 +216,10 @@ class EpisodeRollouts:
         return [rollout for group in await asyncio.gather(*groups) for rollout in group]
 
     def _episode_config(self) -> EpisodeConfig:
-        # no guided decoding in process: commands go through the browser's parser, and an
-        # invalid one costs an action, as in WebGPT
-        return EpisodeConfig(temperature=self.config.temperature, guided=False)
+        # the decoding the service runs with its default settings: the same grammar (the
+        # in-process policy applies it with xgrammar, as vLLM does) and answer rules, so
+        # what is rewarded is what would have been served
+        return EpisodeConfig(temperature=self.config.temperature)
 
     async def _browse(
         self, question: Question, policy: Policy, max_actions: int

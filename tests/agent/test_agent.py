@@ -186,40 +186,42 @@ async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_like
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
     """The policy's probability of the decline's opening words (the scripted server gives
-    each word the same log-prob) against the threshold: at or above it the policy writes
-    the rest of a decline, below it a cited answer; the probability is recorded."""
+    each word the same log-prob) against the threshold: at or above it the episode declines,
+    its sentence written by rule from the question, below it the policy writes a cited
+    answer; the probability is recorded and the trace names the threshold's choice."""
     question = "Which crow won the 2031 Tour de France?"
     decline = decline_answer(question)
     script.echoed_logprob = math.log(0.3) / len(DECLINE_OPENING.split())
     outcomes = {}
-    written = {0.29: decline.removeprefix(DECLINE_OPENING), 0.31: "Crows are corvids [1]."}
-    for threshold, answer in written.items():
-        script.commands, script.requests, script.answers = list(CROW_EPISODE), [], [answer]
+    for threshold in (0.29, 0.31):
+        script.commands, script.requests = list(CROW_EPISODE), []
+        script.answers = ["Crows are corvids [1]."]
         events: list[TraceEvent] = []
         # no grounded declines: the quotes show no 2031, which would decline unscored
         config = EpisodeConfig(decline_threshold=threshold, grounded_declines=False)
         result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
         [scored] = [r for r in script.requests if r.get("echo")]
-        [answering] = [r for r in script.requests if r.get("stream")]
+        answering = [r for r in script.requests if r.get("stream")]
         assert scored["prompt"] == result.answer_prompt + DECLINE_OPENING
         assert result.decline_probability == pytest.approx(0.3)
         read = sum(len(r["prompt"].split()) for r in script.requests)  # the server's count
         assert result.usage.prompt_tokens == read  # the decline's reading included
         deltas = [e.text for e in events if e.type == "answer_delta"]  # type: ignore[union-attr]
         assert "".join(deltas) == result.answer
-        outcomes[threshold] = (result, answering, deltas)
+        shaped = [e for e in events if e.type == "shaped"]
+        assert [(e.part, e.detail) for e in shaped] == [("decline_threshold", "0.300")]  # type: ignore[union-attr]
+        assert result.shaped_by == ["decline_threshold"]
+        outcomes[threshold] = (result, answering)
 
-    declined, answering, deltas = outcomes[0.29]
+    declined, answering = outcomes[0.29]
     assert declined.answer == decline and declined.declined and declined.references == []
-    assert answering["prompt"] == declined.answer_prompt + DECLINE_OPENING
-    assert deltas[0] == DECLINE_OPENING
-    rest = decline.removeprefix(DECLINE_OPENING)
-    assert re.fullmatch(answering["structured_outputs"]["regex"], rest + "■")
+    assert answering == []  # nothing sampled: the decline's sentence is the question's
 
-    answered, answering, _ = outcomes[0.31]
+    answered, answering = outcomes[0.31]
     assert answered.answer == "Crows are corvids [1]." and not answered.declined
-    assert answering["prompt"] == answered.answer_prompt
-    cited_only = answering["structured_outputs"]["regex"]
+    [request] = answering
+    assert request["prompt"] == answered.answer_prompt
+    cited_only = request["structured_outputs"]["regex"]
     assert re.fullmatch(cited_only, "Crows are corvids [1].■")
     assert not re.fullmatch(cited_only, decline + "■")  # the decline is not offered
 

@@ -17,7 +17,7 @@ from webgpt.agent.answer_rules import (
     unshown_names,
 )
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, reopen, run_episode
+from webgpt.agent.episode import EpisodeConfig, reopen, run_episode
 from webgpt.agent.grammar import (
     FORCE_FINISH_ACTIONS,
     browsing_regex,
@@ -25,7 +25,7 @@ from webgpt.agent.grammar import (
     quote_choices,
 )
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
+from webgpt.agent.trace import AnswerDeltaEvent, ShapedEvent, TraceEvent
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 
@@ -260,18 +260,21 @@ def test_an_explanation_s_answer_cites_two_quotes_in_two_sentences() -> None:
 async def test_a_question_naming_what_no_quote_shows_is_declined(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """The crow quotes show no 2031 and no Tour de France: the policy is held to a decline,
-    and writes what the pages do not say; the names are recorded."""
+    """The crow quotes show no 2031 and no Tour de France: the episode declines, its
+    sentence written from the question with nothing sampled; the names are recorded and
+    the trace names the rule."""
     question = "Which crow won the 2031 Tour de France?"
-    decline = decline_answer(question)
     script.commands = list(CROW_EPISODE)
-    script.answers = [decline.removeprefix(DECLINE_OPENING)]
-    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == decline and result.declined and result.references == []
+    events: list[TraceEvent] = []
+    config = EpisodeConfig()
+    result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+    assert result.answer == decline_answer(question) and result.declined
+    assert result.references == []
     assert result.unshown == ["2031", "Tour", "France"]
-    [answering] = [r for r in script.requests if r.get("stream")]
-    assert answering["prompt"] == result.answer_prompt + DECLINE_OPENING
-    assert not re.fullmatch(answering["structured_outputs"]["regex"], " Crows won [1].■")
+    assert not [r for r in script.requests if r.get("stream")]
+    assert result.shaped_by == ["grounded_decline"]
+    [shaped] = [e for e in events if isinstance(e, ShapedEvent)]
+    assert (shaped.part, shaped.detail) == ("grounded_decline", "2031, Tour, France")
 
     # Off, or unguided, the policy answers as it likes.
     for config in (EpisodeConfig(grounded_declines=False), EpisodeConfig(guided=False)):
@@ -359,14 +362,19 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
     drafts = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
     assert drafts == f"{looping}\nRavens can live 21 years [1]."
 
-    # an answer that ended, or one cut after its citation, is not written again
+    assert result.shaped_by == ["bounded_retry"]
+
+    # an answer that ended, or one cut after its citation, is not written again so; it is
+    # degenerate, cut mid-sentence, and written once more a sentence its quote
     for ended in ("Ravens live", "Ravens live for 21 years [1]. Ravens — ravens —"):
         script.commands = list(RAVEN_EPISODE)
-        script.answers, script.requests = [ended], []
+        script.answers, script.requests = [ended, " to 21 years in the wild [1]."], []
         script.cut_answers = {ended} if "[1]" in ended else set()
         result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-        assert result.answer == ended
-        assert len([r for r in script.requests if r.get("stream")]) == 1
+        assert result.answer == "Ravens live up to 21 years in the wild [1]."
+        assert result.shaped_by == ["degenerate_retry"]
+        first, retry = [r for r in script.requests if r.get("stream")]
+        assert retry["prompt"] == result.answer_prompt + "Ravens live up"
 
 
 def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
@@ -450,16 +458,24 @@ async def test_a_second_draft_that_says_a_sentence_twice_too_gives_a_sentence_a_
     assert not re.fullmatch(sentence, " of the genus Corvus [1]. They know faces [2].")
 
 
-async def test_a_draft_that_runs_on_is_not_kept(
+async def test_drafts_that_say_a_sentence_twice_or_run_on_are_declined(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """A sentence a quote that runs to the token limit leaves the first draft standing."""
+    """A sentence a quote that runs to the token limit leaves the first draft standing; it
+    says a sentence twice, a degenerate answer, so it is written a sentence a quote once
+    more, and when that runs on too the episode declines and the trace says why."""
     script.commands = list(EXPLAINED)
-    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus"]
+    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus", " of the genus Corvus"]
     script.cut_answers = {" of the genus Corvus"}
     question = "How do crows recognise faces?"
-    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == REPEATED
+    events: list[TraceEvent] = []
+    config = EpisodeConfig()
+    result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+    assert result.answer == decline_answer(question) and result.references == []
+    parts = ["reopened", "sentence_a_quote", "degenerate_retry", "degenerate_decline"]
+    assert result.shaped_by == parts
+    shaped = [(e.part, e.detail) for e in events if isinstance(e, ShapedEvent)]
+    assert shaped[-2:] == [("degenerate_retry", "repeat"), ("degenerate_decline", "repeat")]
 
 
 async def test_an_answer_that_restates_the_question_is_written_from_its_quote(

@@ -65,16 +65,16 @@ def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> No
 def test_answer_declines_under_a_decline_threshold(
     offline_store: Path, policy_url: str, script: Script
 ) -> None:
-    """`--decline-threshold 0`: the policy writes a decline's rest after its opening, and
-    the answer says it declined; a threshold that is no probability is refused."""
+    """`--decline-threshold 0`: the episode declines, its sentence written from the
+    question, and the answer says it declined; a threshold that is no probability is
+    refused."""
     script.oracle_quote = "Crows are birds of the genus Corvus."
-    script.answers = [" who won the 2031 Tour de France."]
     question = "Which crow won the 2031 Tour de France?"
     common = ["--policy-url", policy_url, "--policy-model", "scripted"]
     result = answer(offline_store, question, *common, "--decline-threshold", "0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[:3] == [
-        "The pages I found do not say who won the 2031 Tour de France.",
+        "The pages I found do not say which crow won the 2031 Tour de France.",
         "",
         "(declined: the pages it found do not answer the question)",
     ]

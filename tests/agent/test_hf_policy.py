@@ -1,10 +1,12 @@
 """The in-process policy on a tiny model the test builds itself (no hub, no download)."""
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
 
+from tests.learning.test_bc import build_tiny_policy
 from tests.reward.tiny import build_tiny_backbone
 from webgpt.agent.hf_policy import TransformersPolicy, truncate_at_stop
 from webgpt.agent.policy import Sampling, Usage
@@ -114,3 +116,23 @@ async def test_a_continuation_s_log_prob_follows_the_chain_rule(tmp_path: Path) 
     assert whole == pytest.approx(first + second, abs=1e-4)
     with pytest.raises(ValueError, match="token boundary"):
         await policy.continuation_logprob("Search cro", "ws")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+async def test_a_regex_holds_every_sample_and_guided_false_lets_it_go(tmp_path: Path) -> None:
+    """As vLLM's structured outputs do: each of n samples of an untrained model matches the
+    Sampling's regex (the trainer's rollouts decode under the service's grammar)."""
+    texts = ["Search crows and ravens\n", "Quote: the crows are black\n", "End: Answer\n"] * 30
+    policy = TransformersPolicy.from_pretrained(str(build_tiny_policy(tmp_path, texts)))
+    regex = r"(Search (crows|ravens)|Quote: the crows are black|End: Answer)(\n)?"
+    guided = Sampling(n=8, max_tokens=40, temperature=1.0, stop=("\n",), regex=regex)
+
+    result = await policy.complete("♦Next action\n", guided)
+
+    assert len(result.choices) == 8
+    for choice in result.choices:
+        assert re.fullmatch(regex, choice.text), choice.text
+        assert choice.finish_reason == "stop"
+    policy.guided = False
+    free = await policy.complete("♦Next action\n", guided)
+    assert not all(re.fullmatch(regex, c.text) for c in free.choices)  # random weights

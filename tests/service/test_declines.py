@@ -75,9 +75,10 @@ def test_a_decline_that_cites_a_quote_anyway_is_a_decline(service_url, script: S
 
 def test_the_service_holds_its_policy_to_its_decline_threshold(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
     """WEBGPT_DECLINE_THRESHOLD: the scripted policy finds a decline 50% likely, so it
-    declines under a threshold of 0.4 and answers with its citation under 0.6."""
+    declines under a threshold of 0.4 (the decline's sentence written from the question)
+    and answers with its citation under 0.6."""
     script.echoed_logprob = math.log(0.5) / len(DECLINE_OPENING.split())
-    script.answers[:] = [DECLINE.removeprefix(DECLINE_OPENING), "Crows are corvids [1]."]
+    script.answers[:] = ["Crows are corvids [1]."]
     bodies = []
     for threshold in (0.4, 0.6):
         with service_url(decline_threshold=threshold, **AS_CHOSEN) as base:
@@ -94,9 +95,9 @@ def test_the_service_holds_its_policy_to_its_decline_threshold(service_url, scri
 def test_the_service_declines_a_question_naming_what_no_quote_shows(
     service_url, script: Script
 ) -> None:  # type: ignore[no-untyped-def]
-    """By default (WEBGPT_GROUNDED_DECLINES) the policy is held to a decline when its quotes
-    show no 2031; turned off, it answers as it chose."""
-    script.answers[:] = [DECLINE.removeprefix(DECLINE_OPENING), "Crows are corvids [1]."]
+    """By default (WEBGPT_GROUNDED_DECLINES) the episode declines when its quotes show no
+    2031; turned off, the policy answers as it chose."""
+    script.answers[:] = ["Crows are corvids [1]."]
     bodies = []
     for overrides in ({}, AS_CHOSEN):
         with service_url(**overrides) as base:

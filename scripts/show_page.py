@@ -1,0 +1,41 @@
+"""A page of the offline web as the policy sees it, its lines numbered: what a person reads
+to write questions about a page (data/questions/DATA_CARD.md).
+
+    .venv/bin/python scripts/show_page.py URL [--store FILE]
+"""
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from webgpt.browser.web import Web, WebOptions
+
+
+async def show(url: str, store: Path | None) -> int:
+    web = Web(WebOptions(offline_store=store, offline_only=True, js_mode="never"))
+    cache = web.new_cache()
+    try:
+        page = await cache.get(url)
+    finally:
+        await cache.aclose()
+        await web.aclose()
+    if page.kind == "error":
+        print(f"error: {' '.join(page.lines)}", file=sys.stderr)
+        return 1
+    print(f"{page.title} ({url})")
+    for number, line in enumerate(page.lines):
+        print(f"{number:4d} {line}")
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("url")
+    parser.add_argument("--store", type=Path, default=None, help="offline web file")
+    args = parser.parse_args()
+    sys.exit(asyncio.run(show(args.url, args.store)))
+
+
+if __name__ == "__main__":
+    main()
