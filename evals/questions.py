@@ -48,6 +48,9 @@ class Question(BaseModel):
     supporting: list[str] = []
     supporting_urls: list[str | None] = []
     answer: str | None = None  # a reference answer citing [1] (a decline for unanswerable)
+    # unanswerable: why no page answers ("future event", "made-up entity", "detail no page
+    # holds")
+    why: str | None = None
     style: str | None = None
     split: Split | None = None
 

@@ -161,7 +161,7 @@ def test_eval_pool_refuses_what_would_not_be_one_run(tmp_path: Path) -> None:
     code, error = pool("--pool", str(part), "--questions", str(part))
     assert code == 1 and "no --questions or --best-of" in error
     code, error = pool("--split", "dev")
-    assert code == 1 and "eval needs --questions (or --pool)" in error
+    assert code == 1 and "eval needs --questions (or --pool, or --sealed)" in error
 
 
 def crow_question(tmp_path: Path, skies: list[str]) -> tuple[Path, Script]:
