@@ -1,4 +1,4 @@
-"""Documentation entries found, read and answered whole (docs/questions.md, "Docs entries"):
+"""Documentation entries found, read and answered whole (docs/questions.md, "Documentation entries"):
 the renderer writes a Sphinx signature with its qualified name (browser.render), a Find of a
 callable the question names lands on its entry (agent.grammar), a signature opened by
 Sphinx's annotations is code to relevance (agent.relevance), and an answer that stops short
