@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -25,8 +26,11 @@ from webgpt.reward.errors import RewardServerError
 from webgpt.service.access import Access
 from webgpt.service.chat import openai_error
 from webgpt.service.errors import (
+    MethodNotAllowed,
+    NotFound,
     PayloadTooLarge,
     ServiceError,
+    invalid_request,
     public_message,
     retry_after,
     status_of,
@@ -64,7 +68,19 @@ def error_response(error: Exception, retry_after_s: int, path: str = "") -> JSON
     headers = {"x-should-retry": "true" if retry else "false"}
     if retry:
         headers["Retry-After"] = str(retry_after(error, retry_after_s))
+    if isinstance(error, MethodNotAllowed):
+        headers["Allow"] = error.allow
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def routing_error(error: HTTPException, method: str, path: str) -> Exception:
+    """The router's own 404 and 405 as our errors, with a message that says what to do."""
+    if error.status_code == 404:
+        return NotFound(f"nothing is served at {path}")
+    if error.status_code == 405:
+        allow = (error.headers or {}).get("Allow", "")
+        return MethodNotAllowed(f"{path} takes {allow}, not {method}", allow)
+    return error
 
 
 def openai_status(status: int, path: str) -> int:
@@ -207,7 +223,12 @@ def create_app(service: AnswerService) -> FastAPI:
         async with service.running(), mcp_sessions():
             yield
 
-    app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan)
+    # The error body every route may answer with, in place of the framework's {"detail"}.
+    errors: dict[int | str, dict[str, Any]] = {
+        "4XX": {"model": ErrorBody, "description": "the request was refused"},
+        "5XX": {"model": ErrorBody, "description": "the service failed"},
+    }
+    app = FastAPI(title="webgpt", version="0.1.0", lifespan=lifespan, responses=errors)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(Observe, metrics=service.metrics)
 
@@ -223,14 +244,11 @@ def create_app(service: AnswerService) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0] if error.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        message = (
-            f"{where}: {first.get('msg', 'invalid request')}" if where else str(first.get("msg"))
-        )
-        status = openai_status(422, request.url.path)
-        body = error_body(status, "invalid_request", message, request.url.path)
-        return JSONResponse(body, status_code=status)
+        return await on_error(request, invalid_request(error.errors(), error.body))
+
+    @app.exception_handler(HTTPException)
+    async def on_routing(request: Request, error: HTTPException) -> JSONResponse:
+        return await on_error(request, routing_error(error, request.method, request.url.path))
 
     def once(
         request: Request, caller: str, body: BaseModel, work: Callable[[], Awaitable[Any]]

@@ -4,8 +4,9 @@ The route keeps OpenAI's meanings (docs/service.md, "OpenAI chat completions"):
 - `n` choices, each its own browsing episode, in episode order; no reranking;
 - `best_of` (an extra body field, OpenAI's name for server-side reranking) runs that many
   episodes and returns the `n` the reward model scores highest;
-- each choice's message carries our `references` and `declined`, and `annotations` in the
-  shape OpenAI's web search uses (`url_citation` with the cited sentence's span);
+- each choice's message carries our `references` (and `sources`, the same by page) and
+  `declined`, and `annotations` in the shape OpenAI's web search uses (`url_citation`
+  with the cited sentence's span);
 - `stream_options.include_usage` adds the usage chunk; errors come in OpenAI's shape.
 """
 
@@ -23,6 +24,7 @@ from webgpt.service.protocol import (
     FinalEvent,
     StreamErrorEvent,
     StreamEvent,
+    sources_of,
 )
 
 SENTENCE_BREAK = re.compile(r"[.!?]\s+")
@@ -94,6 +96,7 @@ def citations(candidate: Candidate) -> dict[str, Any]:
     """What a choice's message carries beside its text."""
     extras: dict[str, Any] = {
         "references": [r.model_dump(mode="json") for r in candidate.references],
+        "sources": [s.model_dump(mode="json") for s in sources_of(candidate.references)],
         "declined": candidate.declined,
         "annotations": url_citations(candidate.answer or "", candidate.references),
     }
@@ -131,7 +134,7 @@ def completion(
         "id": "chatcmpl-" + result.id.removeprefix("ans_"),
         "object": "chat.completion",
         "created": created,
-        "model": str(result.versions["policy"]),
+        "model": str(result.versions["policy"] or model_of(chat)),
         "choices": choices,
         "usage": usage(result),
     }
@@ -173,7 +176,8 @@ async def chunks(
     async for event in events:
         if isinstance(event, FinalEvent):
             result = event.result
-            model = str(result.versions["policy"])  # the version the answer started on
+            # the version the answer started on; a reply to small talk was written by none
+            model = str(result.versions["policy"] or model)
             picked = chosen(result, chat.n, reranked)
             for index, candidate in enumerate(picked):
                 if candidate.answer:
@@ -184,6 +188,11 @@ async def chunks(
         elif isinstance(event, StreamErrorEvent):
             status = status_of_kind(event.error_type)
             yield {"error": openai_error(status, event.error_type, event.message)}
+
+
+def model_of(chat: ChatRequest) -> str:
+    """The model a completion names when no policy wrote it: the one the request named."""
+    return chat.model or "webgpt"
 
 
 def openai_error(status: int, kind: str, message: str) -> dict[str, Any]:

@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING, TextIO
 
 from webgpt.agent import cli as agent_cli
 from webgpt.agent.errors import AgentError, ConfigurationError
-from webgpt.agent.model import DEFAULT_REWARD, prepare_default_reward_model
-from webgpt.agent.registry import CURRENT
+from webgpt.agent.model import DEFAULT_REWARD
 from webgpt.browser import cli as browser_cli
 from webgpt.browser.errors import BrowserError
 from webgpt.evals import cli as evals_cli
 from webgpt.infra.errors import InfraError
-from webgpt.infra.vllm_server import print_progress
 from webgpt.learning import cli as learning_cli
 from webgpt.reward import cli as reward_cli
 from webgpt.reward.errors import RewardError
@@ -28,9 +26,10 @@ if TYPE_CHECKING:
     from webgpt.service.store import FeedbackStore
 
 REWARD_HELP = (
-    f"reward checkpoint folder, for best-of-n; `{DEFAULT_REWARD}`: the shipped one, prepared "
-    "on first use and followed through registry/reward/current (default: "
-    "$WEBGPT_REWARD_MODEL, else none: n = 1)"
+    "the reward model that picks the best of a request's episodes (n > 1): a checkpoint "
+    f"folder or registry alias; `{DEFAULT_REWARD}`: the shipped one, prepared and loaded by the "
+    "first request for more than one episode, then followed through registry/reward/current; "
+    f"`none`: best-of-n off, n must be 1 (default: $WEBGPT_REWARD_MODEL, else {DEFAULT_REWARD})"
 )
 
 
@@ -170,10 +169,6 @@ def _settings(args: argparse.Namespace) -> "ServiceSettings":
             f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
         )
         raise ConfigurationError(f"invalid settings: {problems}") from None
-    if settings.reward_model == Path(DEFAULT_REWARD):
-        # the shipped reward model, through the alias operators re-point (hot reload)
-        prepared = prepare_default_reward_model(print_progress)
-        settings = settings.model_copy(update={"reward_model": prepared.parent / CURRENT})
     return settings
 
 

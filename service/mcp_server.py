@@ -20,7 +20,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webgpt.agent.errors import AgentError
@@ -30,12 +30,20 @@ from webgpt.browser.events import InvalidActionEvent
 from webgpt.evals.questions import Question
 from webgpt.reward.errors import RewardServerError
 from webgpt.service.access import LOCAL, Access
-from webgpt.service.errors import Forbidden, InvalidRequest, ServiceError, public_message
+from webgpt.service.errors import (
+    Forbidden,
+    InvalidRequest,
+    ServiceError,
+    public_message,
+    validation_message,
+)
 from webgpt.service.protocol import (
     AnswerRequest,
     FinalEvent,
     SessionState,
+    Source,
     StreamErrorEvent,
+    sources_of,
 )
 from webgpt.service.serving import AnswerService
 
@@ -59,6 +67,7 @@ class ToolAnswer(BaseModel):
     answer: str | None = Field(description="None when no browsing found anything to quote")
     declined: bool = Field(description="the answer says the pages found do not answer")
     references: list[Reference]
+    sources: list[Source] = Field(description="the references listed under the page of each")
     versions: dict[str, str | int | None]
     id: str | None = Field(None, description="the answer's id for POST /feedback")
 
@@ -96,7 +105,12 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
         question: Annotated[str, Field(min_length=1, description="the question, as typed")],
         ctx: Context,
         best_of: Annotated[
-            int, Field(ge=1, description="episodes the reward model picks the best of")
+            int,
+            Field(
+                ge=1,
+                description="episodes to browse; the reward model picks the best of them "
+                "(as /answer's n)",
+            ),
         ] = 1,
         max_actions: Annotated[int, Field(ge=1, description="browsing actions per episode")] = 100,
         engine: Annotated[
@@ -105,9 +119,12 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
     ) -> ToolAnswer:
         """Answer a question by browsing the web: a long-form answer whose every claim
         cites a quote ([n] -> references[n-1]). Reports progress per browsing action."""
-        request = AnswerRequest.model_validate(
-            {"question": question, "n": best_of, "max_actions": max_actions, "engine": engine}
-        )
+        try:
+            request = AnswerRequest.model_validate(
+                {"question": question, "n": best_of, "max_actions": max_actions, "engine": engine}
+            )
+        except ValidationError as error:
+            raise ToolError(validation_message(error.errors())) from None
 
         async def run() -> ToolAnswer:
             actions = 0
@@ -125,6 +142,7 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
                             answer=result.answer,
                             declined=result.declined,
                             references=result.references,
+                            sources=result.sources,
                             versions=result.versions,
                             id=result.id,
                         )
@@ -233,6 +251,7 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
                 answer=result.answer,
                 declined=result.declined,
                 references=result.references,
+                sources=sources_of(result.references),
                 versions={"policy": policy},
                 id=None,  # not recorded: no answer record for feedback to name
             )

@@ -2,17 +2,29 @@
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic_core import PydanticCustomError
 
 from webgpt.agent.answer import AnswerResult
-from webgpt.agent.trace import TraceEvent
+from webgpt.agent.trace import Reference, TraceEvent
 from webgpt.browser.events import BrowserEvent, CollectedQuote, EndReason
+
+
+def _not_blank(value: object) -> object:
+    """An empty and a blank text are the same fault, told the same way."""
+    if isinstance(value, str) and not value.strip():
+        raise PydanticCustomError("blank", "should not be empty or blank")
+    return value
+
+
+# Text a person typed that must say something: a question, a command.
+Text = Annotated[str, BeforeValidator(_not_blank)]
 
 
 class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1)
+    question: Text = Field(min_length=1)
     n: int = Field(1, ge=1)
     # None: agent.episode.answer_temperature(n), 0 for one episode and 0.8 for more.
     temperature: float | None = Field(None, ge=0.0, le=2.0)
@@ -26,8 +38,43 @@ class AnswerRequest(BaseModel):
     deadline_s: float | None = Field(None, gt=0)
 
 
+class SourceQuote(BaseModel):
+    n: int = Field(description="the [n] the answer cites this quote by")
+    extract: str
+
+
+class Source(BaseModel):
+    """One page the answer quotes, with every quote taken from it."""
+
+    title: str
+    url: str
+    domain: str
+    quotes: list[SourceQuote]
+
+
+def sources_of(references: list[Reference]) -> list[Source]:
+    """The references grouped by page, in the order the answer first cites each page; every
+    quote keeps its n, so each [n] of the answer still names its own text."""
+    pages: dict[str, Source] = {}
+    for reference in references:
+        source = pages.setdefault(
+            reference.url,
+            Source(title=reference.title, url=reference.url, domain=reference.domain, quotes=[]),
+        )
+        source.quotes.append(SourceQuote(n=reference.n, extract=reference.extract))
+    return list(pages.values())
+
+
 class AnswerResponse(AnswerResult):
+    """The answer as the service returns it: `references` one per quote ([n] -> the n-th),
+    and `sources` the same quotes listed under the page each was taken from."""
+
+    sources: list[Source] = Field(default_factory=list)
     trace: list[TraceEvent] | None = None
+
+    @classmethod
+    def of(cls, result: AnswerResult, trace: list[TraceEvent] | None = None) -> "AnswerResponse":
+        return cls(**dict(result), sources=sources_of(result.references), trace=trace)
 
 
 class ReadyCheck(BaseModel):
@@ -107,7 +154,7 @@ class DemonstrationFeedback(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["demonstration"]
-    question: str = Field(min_length=1, max_length=2000)
+    question: Text = Field(min_length=1, max_length=2000)
     commands: list[str] = Field(min_length=1, max_length=200)
     answer: str = Field(min_length=1, max_length=10_000)
     quotes: list[dict[str, str]] = Field(default_factory=list, max_length=50)
@@ -139,14 +186,14 @@ class SessionCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str | None = Field(None, min_length=1, max_length=2000)
+    question: Text | None = Field(None, min_length=1, max_length=2000)
     from_queue: bool = False
 
 
 class SessionStep(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    command: str = Field(min_length=1, max_length=2000, description="a command of Table 1")
+    command: Text = Field(min_length=1, max_length=2000, description="a command of Table 1")
 
 
 class SessionAnswer(BaseModel):
@@ -226,10 +273,11 @@ class ChatRequest(BaseModel):
 
 
 class FinalEvent(BaseModel):
-    """The answer: the last event of a stream that succeeded."""
+    """The answer: the last event of a stream that succeeded (without its trace, which the
+    stream carried)."""
 
     type: Literal["final"] = "final"
-    result: AnswerResult
+    result: AnswerResponse
 
 
 class StreamErrorEvent(BaseModel):

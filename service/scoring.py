@@ -4,7 +4,7 @@ Placement: with `WEBGPT_REWARD_URL`, on a vLLM pooling server (reward.remote, no
 this process); without, in this process (reward.scorer). Either way the agent sees a
 `Scorer`.
 
-Hot reload (DESIGN.md): `WEBGPT_REWARD_MODEL` may name an alias, a symlink such as
+Hot reload (docs/design.md): `WEBGPT_REWARD_MODEL` may name an alias, a symlink such as
 `registry/reward/current` that operators re-point at a published version
 (`ln -sfn rm-0002 current.new && mv -T current.new current` is atomic). Every
 `WEBGPT_REWARD_RELOAD_S` seconds the service resolves it; when it names another version, a
@@ -15,30 +15,44 @@ to load is logged, retried now and then, and never served; the old version goes 
 Every replica resolves the same alias on the shared registry, so all converge on it
 within one period, and each answer's
 `versions.reward` names the model that scored it.
+
+By default (`WEBGPT_REWARD_MODEL=default`) the reward model is the shipped one, and nothing
+of it is loaded until a request asks for more than one episode (`FirstUse`): a fresh clone
+has only its adapter, merging it takes a while, and a service whose answers all have one
+episode never needs it. That first request prepares it, loads it and then follows
+`registry/reward/current` as above; requests arriving meanwhile wait for the same load.
 """
 
 import asyncio
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 from webgpt.agent.answer import ScoredAnswer, Scorer
 from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.model import prepare_default_reward_model
+from webgpt.agent.registry import CURRENT
 from webgpt.reward.factory import open_scorer
+from webgpt.service.errors import RewardUnavailable
 from webgpt.service.settings import ServiceSettings
-from webgpt.service.versions import Slot
+from webgpt.service.versions import Slot, follow_alias, log_event, reload_outcome
 
 PROBE = ScoredAnswer("ready?", "ready?■", "yes")
 
 
 def build_scorer(settings: ServiceSettings) -> Scorer | None:
-    """The scorer the settings ask for, or None without a reward model."""
+    """The scorer the settings ask to load at start; None without a reward model, or with
+    the shipped one, which is loaded on first use (FirstUse)."""
     if settings.reward_model is None:
         if settings.reward_url is not None:
             raise ConfigurationError(
-                "WEBGPT_REWARD_URL needs WEBGPT_REWARD_MODEL: the served checkpoint's folder, "
-                "whose manifest gives the version and offset"
+                "WEBGPT_REWARD_URL needs a reward model: WEBGPT_REWARD_MODEL is none, so "
+                "best-of-n is off; set it to the served checkpoint's folder, whose manifest "
+                "gives the version and offset (or to default, the shipped one)"
             )
+        return None
+    if settings.reward_on_first_use():
         return None
     return scorer_for(settings, settings.reward_model)
 
@@ -70,3 +84,81 @@ async def bring_up_scorer(build: Callable[[Path], Scorer], target: Path) -> Scor
         await scorer.aclose()
         raise
     return scorer
+
+
+def prepare_shipped(progress: Callable[[str], None]) -> Path:
+    """The registry alias that names the shipped reward model (made on first use), so that
+    a version an operator promotes over it is followed too."""
+    return prepare_default_reward_model(progress).parent / CURRENT
+
+
+class FirstUse:
+    """Loads a reward model into the slot when the first answer needs one, then follows
+    its alias: the shipped reward model, by default.
+
+    The load is one task that every waiting answer shares, shielded from their
+    cancellation (a deadline, a client gone): the next answer finds it loaded, or still
+    loading. A load that fails is logged and tried again by the next answer that needs it.
+    """
+
+    def __init__(
+        self,
+        slot: Slot[Scorer],
+        prepare: Callable[[], Path],
+        build: Callable[[Path], Scorer],
+        reload_s: float,
+        on_reload: Callable[[str], None],
+    ) -> None:
+        self.slot = slot
+        self._prepare = prepare  # blocking: the alias to load and follow
+        self._build = build
+        self._reload_s = reload_s
+        self._on_reload = on_reload
+        self._loading: asyncio.Task[None] | None = None
+        self._following: asyncio.Task[None] | None = None
+
+    async def load(self) -> None:
+        """Return once the slot holds a scorer; RewardUnavailable if the load failed."""
+        if self.slot.current is not None:
+            return
+        if self._loading is None or self._loading.done():
+            self._loading = asyncio.get_running_loop().create_task(self._load())
+            # Retrieved here, logged in _load: every answer waiting for it may be gone.
+            self._loading.add_done_callback(lambda task: task.cancelled() or task.exception())
+        try:
+            await asyncio.shield(self._loading)
+        except Exception as error:
+            raise RewardUnavailable(
+                "the reward model that picks among episodes could not be loaded (the "
+                "service's log says why); ask for one episode, or retry later"
+            ) from error
+
+    async def _load(self) -> None:
+        try:
+            alias = await asyncio.to_thread(self._prepare)
+            scorer = await bring_up_scorer(self._build, alias.resolve())
+        except Exception as error:
+            log_event("reward_load_failed", "first use", repr(error), logging.WARNING)
+            self._on_reload(reload_outcome(error))
+            raise
+        await self.slot.replace(scorer)
+        log_event("reward_loaded", str(alias), scorer.name)
+        self._on_reload("loaded")
+        if self._reload_s > 0:
+            self._following = asyncio.get_running_loop().create_task(
+                follow_alias(
+                    self.slot,
+                    alias,
+                    lambda target: bring_up_scorer(self._build, target),
+                    self._reload_s,
+                    self._on_reload,
+                    "reward",
+                )
+            )
+
+    async def aclose(self) -> None:
+        """Stop a load under way and the following (the slot closes the scorer)."""
+        tasks = [task for task in (self._loading, self._following) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

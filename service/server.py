@@ -6,7 +6,6 @@ import os
 
 import uvicorn
 
-from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import default_policy_server
 from webgpt.agent.openai_policy import OpenAIPolicy
@@ -70,7 +69,7 @@ def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> Pol
         raise ConfigurationError(
             f"{alias} names no version: `webgpt model publish` one and `webgpt model promote` it"
         )
-    canary = EpisodeConfig(temperature=0.0, **settings.answer_rules())
+    canary = settings.episode_config(temperature=0.0)
     if settings.policy_url is not None and settings.policy_model is not None:
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
         return PolicyVersions(server, web, settings.policy_canaries, canary_episode=canary)

@@ -26,6 +26,7 @@ from webgpt.service.errors import (
     DeadlineExceeded,
     InvalidRequest,
     Overloaded,
+    RewardUnavailable,
     public_message,
     status_of,
 )
@@ -48,10 +49,18 @@ from webgpt.service.protocol import (
     StreamEvent,
 )
 from webgpt.service.recording import AnswerRecorder, AnswerSpool, default_spool
-from webgpt.service.scoring import bring_up_scorer, probe, scorer_for, scorer_slot
+from webgpt.service.scoring import (
+    FirstUse,
+    bring_up_scorer,
+    prepare_shipped,
+    probe,
+    scorer_for,
+    scorer_slot,
+)
 from webgpt.service.settings import ServiceSettings
+from webgpt.service.small_talk import asks_nothing, reply
 from webgpt.service.store import FeedbackStore
-from webgpt.service.versions import Slot, follow_alias
+from webgpt.service.versions import Slot, follow_alias, log_event
 
 logger = logging.getLogger("webgpt.service")
 T = TypeVar("T")
@@ -104,6 +113,17 @@ class AnswerService:
         retire = self.policy_versions.retire if self.policy_versions else _close_policy
         self.policies: Slot[OpenAIPolicy] = Slot(policy, retire)
         self.scorers = scorer_slot(scorer)
+        settings = self.settings
+        # The shipped reward model: loaded by the first request for more than one episode.
+        self.reward_on_first_use: FirstUse | None = None
+        if settings.reward_on_first_use():
+            self.reward_on_first_use = FirstUse(
+                self.scorers,
+                lambda: prepare_shipped(lambda line: log_event("reward_prepare", "default", line)),
+                lambda folder: scorer_for(settings, folder),
+                settings.reward_reload_s,
+                self.metrics.count_reward_reload,
+            )
         self.demonstrations = DemonstrationSessions(self.web, self.store, self.settings)
         # Sessions agent hosts browse in through the MCP tools (service.mcp_server).
         self.mcp_sessions = BrowsingSessions(
@@ -145,11 +165,12 @@ class AnswerService:
                     self.policy_versions.keep_served,
                 )
             )
-        if settings.reward_model is not None and settings.reward_reload_s > 0:
+        reward_alias = None if settings.reward_on_first_use() else settings.reward_model
+        if reward_alias is not None and settings.reward_reload_s > 0:
             followers.append(
                 follow_alias(
                     self.scorers,
-                    settings.reward_model,
+                    reward_alias,
                     lambda target: bring_up_scorer(lambda t: scorer_for(settings, t), target),
                     settings.reward_reload_s,
                     self.metrics.count_reward_reload,
@@ -168,16 +189,32 @@ class AnswerService:
             await self.aclose()
 
     @contextlib.asynccontextmanager
-    async def _versions(self) -> AsyncIterator[tuple[OpenAIPolicy, Scorer | None]]:
-        """The policy and scorer one answer uses from its start to its end."""
+    async def _versions(
+        self, reranks: bool = False
+    ) -> AsyncIterator[tuple[OpenAIPolicy, Scorer | None]]:
+        """The policy one answer uses from its start to its end, and the scorer when the
+        reward model picks among its episodes (loaded now if it is loaded on first use)."""
+        if reranks and self.reward_on_first_use is not None:
+            await self.reward_on_first_use.load()
         async with self.policies.use() as policy, self.scorers.use() as scorer:
             if policy is None:
                 raise PolicyUnavailable("no policy version is loaded yet")
-            yield policy, scorer
+            if reranks and scorer is None:
+                raise RewardUnavailable("no reward model version is loaded yet")
+            yield policy, scorer if reranks else None
 
-    def check(self, request: AnswerRequest) -> None:
+    def best_of_n_is_off(self) -> bool:
+        """No reward model, so every answer is one episode (WEBGPT_REWARD_MODEL=none)."""
+        return self.settings.reward_model is None and self.scorers.current is None
+
+    def check(self, request: AnswerRequest, *, rerank: bool = True) -> None:
         """Limits of this deployment, beyond the schema's."""
         limits = self.settings
+        if rerank and request.n > 1 and self.best_of_n_is_off():
+            raise InvalidRequest(
+                "this service answers with one episode: the reward model that picks the best "
+                "of several is turned off here"
+            )
         if len(request.question) > limits.max_question_chars:
             raise InvalidRequest(f"question is longer than {limits.max_question_chars} characters")
         if request.n > limits.max_n:
@@ -206,11 +243,7 @@ class AnswerService:
 
     def _episode_config(self, temperature: float) -> EpisodeConfig:
         """Episodes as the settings ask: the decline threshold and the answer rules."""
-        return EpisodeConfig(
-            temperature=temperature,
-            decline_threshold=self.settings.decline_threshold,
-            **self.settings.answer_rules(),
-        )
+        return self.settings.episode_config(temperature)
 
     def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:
         return Agent(
@@ -224,14 +257,18 @@ class AnswerService:
     async def answer(self, request: AnswerRequest, *, rerank: bool = True) -> AnswerResponse:
         """request's answer; rerank=False keeps its n episodes as n answers (the OpenAI
         route's `n`) instead of the reward model's pick among them."""
-        self.check(request)
+        self.check(request, rerank=rerank)
+        if asks_nothing(request.question):
+            nothing: list[TraceEvent] | None = [] if request.include_trace else None
+            return AnswerResponse.of(reply(request.question, request.n), nothing)
         trace: list[TraceEvent] = []
 
         async def keep(event: TraceEvent) -> None:
             trace.append(event)
 
         async def run() -> AnswerResult:
-            async with self.admission.slot(), self._versions() as (policy, scorer):
+            reranks = rerank and request.n > 1
+            async with self.admission.slot(), self._versions(reranks) as (policy, scorer):
                 return await self._agent(request, policy, scorer).answer(
                     request.question,
                     request.n,
@@ -242,7 +279,7 @@ class AnswerService:
         result = await self._within_deadline(self._deadline_s(request), run())
         self.metrics.observe_answer(result)
         await self.recorder.record(result)
-        return AnswerResponse(**result.model_dump(), trace=trace if request.include_trace else None)
+        return AnswerResponse.of(result, trace if request.include_trace else None)
 
     async def answer_from_quotes(self, session: BrowserSession) -> tuple[EpisodeResult, str]:
         """The policy's answer citing the quotes of a session someone else browsed (an MCP
@@ -283,7 +320,9 @@ class AnswerService:
         request gets its HTTP status; if the client goes away, closing the generator
         cancels every episode, fetch and policy request of the answer.
         """
-        self.check(request)
+        self.check(request, rerank=rerank)
+        if asks_nothing(request.question):
+            return _only(FinalEvent(result=AnswerResponse.of(reply(request.question, request.n))))
         self.admission.check()
         return self._events(request, rerank)
 
@@ -296,7 +335,8 @@ class AnswerService:
             await queue.put(event)
 
         async def run() -> AnswerResult:
-            async with self.admission.slot(), self._versions() as (policy, scorer):
+            reranks = rerank and request.n > 1
+            async with self.admission.slot(), self._versions(reranks) as (policy, scorer):
                 agent = self._agent(request, policy, scorer)
                 return await agent.answer(request.question, request.n, emit=put, rerank=rerank)
 
@@ -314,7 +354,7 @@ class AnswerService:
                 result = task.result()
                 self.metrics.observe_answer(result)
                 await self.recorder.record(result)
-                yield FinalEvent(result=result)
+                yield FinalEvent(result=AnswerResponse.of(result))
             except Exception as error:  # every stream ends with `final` or `error`
                 status, kind, _ = status_of(error)
                 if status == 500:
@@ -347,7 +387,8 @@ class AnswerService:
             "policy": await _checked(self._policy_ready),
             "database": await _checked(self._database_ready),
         }
-        if self.settings.reward_model is not None or self.scorers.current is not None:
+        at_start = self.reward_on_first_use is None and self.settings.reward_model is not None
+        if at_start or self.scorers.current is not None:
             checks["reward"] = await _checked(self._reward_ready)
         return checks
 
@@ -385,25 +426,20 @@ class AnswerService:
     async def chat(self, chat: ChatRequest) -> dict[str, Any]:
         """An OpenAI chat.completion: n choices, or best_of reranked (service.chat)."""
         request, reranked = answer_request(chat)
-        self._check_reranking(request, reranked)
         result = await self.answer(request, rerank=reranked)
         return completion(result, chat, reranked, int(time.time()))
 
     def chat_stream(self, chat: ChatRequest) -> AsyncIterator[dict[str, Any]]:
-        """chat.completion.chunk objects (service.chat.chunks); limits, capacity and the
-        reward model are checked before the first byte."""
+        """chat.completion.chunk objects (service.chat.chunks); limits, capacity and whether
+        best-of-n is on are checked before the first byte (a reward model loaded on first
+        use loads after it)."""
         request, reranked = answer_request(chat)
-        self._check_reranking(request, reranked)
         events = self.stream(request, rerank=reranked)
         # The version the answer will start on; the finishing chunks name the one it used.
         model = self.policies.current.name if self.policies.current else ""
         return chunks(
             events, chat, reranked, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), model
         )
-
-    def _check_reranking(self, request: AnswerRequest, reranked: bool) -> None:
-        if reranked and request.n > 1 and self.scorers.current is None:
-            raise InvalidRequest("best_of needs a reward model; this service has none")
 
     async def feedback(
         self, feedback: ComparisonFeedback | GradedComparisonFeedback | DemonstrationFeedback
@@ -453,6 +489,8 @@ class AnswerService:
         if self.policy_versions is not None:
             await self.policy_versions.aclose()
         await self.idempotent.aclose()
+        if self.reward_on_first_use is not None:
+            await self.reward_on_first_use.aclose()
         await self.scorers.aclose()
         await self.demonstrations.aclose()
         await self.mcp_sessions.aclose()
@@ -460,6 +498,11 @@ class AnswerService:
         with contextlib.suppress(DatabaseUnavailable):
             await self.recorder.flush()  # what is left stays spooled for the next start
         self.store.close()
+
+
+async def _only(event: StreamEvent) -> AsyncGenerator[StreamEvent, None]:
+    """A stream of one event (the reply to a message that asks nothing)."""
+    yield event
 
 
 async def _close_policy(policy: OpenAIPolicy) -> None:

@@ -3,12 +3,16 @@
 import ipaddress
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
+from webgpt.agent.model import DEFAULT_REWARD
 from webgpt.infra.settings import Settings, webgpt_home
 from webgpt.service.access import ApiKey, parse_keys
+
+if TYPE_CHECKING:
+    from webgpt.agent.episode import EpisodeConfig
 
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
@@ -81,7 +85,18 @@ class ServiceSettings(Settings):
     relevant_quotes: int = Field(default=1, ge=0, le=100)
     quantity_numbers: bool = True
     finds_on_page: bool = False
-    reward_model: Path | None = None  # None: n must be 1
+    # The reward model that picks the best of a request's episodes when it asks for more
+    # than one (n on /answer, the SDK and the page; best_of on MCP and the OpenAI route):
+    # `default`, the shipped one, prepared and loaded by the first request that needs it,
+    # then followed through registry/reward/current; a checkpoint folder or registry
+    # alias, loaded at start and followed; `none`: best-of-n is off (n must be 1).
+    reward_model: Path | None = Path(DEFAULT_REWARD)
+
+    @field_validator("reward_model", mode="before")
+    @classmethod
+    def _none_turns_it_off(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() == "none" else value
+
     # Set: the reward model runs on this vLLM pooling server (reward.remote), and
     # reward_model names its checkpoint folder, of which only the manifest is read.
     reward_url: str | None = None
@@ -136,6 +151,23 @@ class ServiceSettings(Settings):
     # outcome for this long (per replica, at most max_idempotent_answers kept).
     idempotency_ttl_s: float = Field(default=600.0, gt=0)
     max_idempotent_answers: int = Field(default=1024, ge=1)
+
+    def episode_config(self, temperature: float) -> "EpisodeConfig":
+        """How the service decodes an episode at this temperature: guided, with the decline
+        threshold and the answer rules set here. Trainer rollouts and expert iteration
+        sample with this same config (learning.rl.rollouts), so the policy is trained on
+        the decoding it is served with."""
+        from webgpt.agent.episode import EpisodeConfig
+
+        return EpisodeConfig(
+            temperature=temperature,
+            decline_threshold=self.decline_threshold,
+            **self.answer_rules(),
+        )
+
+    def reward_on_first_use(self) -> bool:
+        """The reward model is the shipped one, loaded when a request first needs it."""
+        return self.reward_model == Path(DEFAULT_REWARD)
 
     def answer_rules(self) -> dict[str, Any]:
         """The EpisodeConfig fields of the answer rules of guided decoding, for answers and

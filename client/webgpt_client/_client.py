@@ -178,9 +178,11 @@ class Client(_BaseClient):
         deadline_s: float | None = None,
         idempotency_key: str | None = None,
     ) -> Answer:
-        """Answer a question; returns the final result. deadline_s: the most the service
-        may take (504 DeadlineExceededError past it). idempotency_key: the service answers a
-        repeat of this request with its first answer, so a timed-out request is retried too."""
+        """Answer a question; returns the final result. n: episodes to browse; with more than
+        one, the service's reward model picks the best (its version in `versions`).
+        deadline_s: the most the service may take (504 DeadlineExceededError past it).
+        idempotency_key: the service answers a repeat of this request with its first answer,
+        so a timed-out request is retried too."""
         body = self._body(
             question,
             n=n,

@@ -23,6 +23,20 @@ class Reference(_Model):
     extract: str
 
 
+class SourceQuote(_Model):
+    n: int  # the [n] the answer cites this quote by
+    extract: str
+
+
+class Source(_Model):
+    """One page the answer quotes, with every quote taken from it."""
+
+    title: str
+    url: str
+    domain: str
+    quotes: list[SourceQuote]
+
+
 class Candidate(_Model):
     episode: int
     answer: str | None
@@ -46,7 +60,8 @@ class Answer(_Model):
     question: str
     answer: str | None
     declined: bool = False  # the answer says the pages found do not answer; it cites nothing
-    references: list[Reference]
+    references: list[Reference]  # one per quote: [n] cites references[n - 1]
+    sources: list[Source] = []  # the same quotes, listed under the page each came from
     candidates: list[Candidate]
     best: int | None
     usage: Usage

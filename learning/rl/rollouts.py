@@ -9,7 +9,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode, served_answer
+from webgpt.agent.episode import (
+    EpisodeConfig,
+    EpisodeResult,
+    answer_sampling,
+    run_episode,
+    served_answer,
+)
 from webgpt.agent.errors import DataError, PolicyResponseError
 from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.agent.policy import Completions, Policy, Sampling, StreamChunk
@@ -272,11 +278,8 @@ class EpisodeRollouts:
         if question != asked:
             self.stats.answer_only_swaps += 1
         prompt = browse.answer_prompt
-        sampling = Sampling(
-            temperature=self.config.temperature,
-            max_tokens=self._episode_config().answer_max_tokens,
-            stop=("■",),
-        )
+        # the first draft as the service samples it: under the answer grammar of its quotes
+        sampling = answer_sampling(self._episode_config(), question.question, browse.quotes)
         recorders = [RecordingPolicy(policy) for _ in limits]
         completions = await asyncio.gather(*(r.complete(prompt, sampling) for r in recorders))
         quotes = len(browse.quotes)

@@ -64,17 +64,28 @@ function citedText(answer, count, prefix) {
   return fragment;
 }
 
+// One item per page, in the order the answer first cites it, with each quote taken from it
+// under its own [n] (ids prefix + n), so a citation still leads to its own text.
 function referenceList(list, references, prefix) {
   list.replaceChildren();
+  list.classList.add("by-page");  // numbered by the quotes' [n], not by page
+  const pages = new Map();
   for (const reference of references) {
-    const item = element("li");
-    item.id = prefix + reference.n;
-    const link = element("a", reference.title + " (" + reference.domain + ")");
-    link.href = reference.url;
-    link.target = "_blank";
-    link.rel = "noopener noreferrer";
-    item.append(link, element("blockquote", reference.extract));
-    list.append(item);
+    let item = pages.get(reference.url);
+    if (!item) {
+      item = element("li");
+      const link = element("a", reference.title + " (" + reference.domain + ")");
+      link.href = reference.url;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      item.append(link);
+      pages.set(reference.url, item);
+      list.append(item);
+    }
+    const quote = element("blockquote");
+    quote.id = prefix + reference.n;
+    quote.append(element("span", "[" + reference.n + "] ", "quote-n"), reference.extract);
+    item.append(quote);
   }
 }
 
@@ -144,6 +155,10 @@ function showAnswer(result) {
     answer.append(element("p", "Declined: the pages it found do not answer the question.", "muted"));
   }
   referenceList($("references"), result.references, "ref-");
+  // Which models made it: the reward model is named when it picked among episodes.
+  const versions = result.versions;
+  $("result-versions").textContent = (versions.policy ? "policy " + versions.policy : "") +
+    (versions.reward ? " · picked by reward model " + versions.reward + " among " + result.candidates.length : "");
   $("rate-these").hidden = result.candidates.filter((c) => c.answer).length < 2;
   $("result").hidden = false;
 }
@@ -152,7 +167,13 @@ function handle(event) {
   if (event.type === "episode_start") episodeBox(event.episode);
   else if (event.type === "action") {
     const [text, className] = describe(event);
-    episodeBox(event.episode).querySelector("ol").append(element("li", text, className));
+    // the parts of the grammar that narrowed what the policy could write at this step
+    const narrowed = event.narrowed && event.narrowed.length ? " · narrowed by " + event.narrowed.join(", ") : "";
+    episodeBox(event.episode).querySelector("ol").append(element("li", text + narrowed, className));
+  } else if (event.type === "shaped") {
+    // a part other than the policy's sampling changed the answer (agent.episode.SHAPING_PARTS)
+    const text = "Answer changed by " + event.part.replaceAll("_", " ") + (event.detail ? ": " + event.detail : "");
+    episodeBox(event.episode).querySelector("ol").append(element("li", text, "shaped"));
   } else if (event.type === "answer_delta") {
     episodeBox(event.episode).querySelector(".draft").textContent += event.text;
   } else if (event.type === "candidate" && event.reward !== null) {

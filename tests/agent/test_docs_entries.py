@@ -1,6 +1,6 @@
-"""Documentation entries found, read and answered whole (docs/questions.md, "Documentation entries"):
-the renderer writes a Sphinx signature with its qualified name (browser.render), a Find of a
-callable the question names lands on its entry (agent.grammar), a signature opened by
+"""Documentation entries found, read and answered whole (docs/questions.md, "Documentation
+entries"): the renderer writes a Sphinx signature with its qualified name (browser.render), a
+Find of a callable the question names lands on its entry (agent.grammar), a signature opened by
 Sphinx's annotations is code to relevance (agent.relevance), and an answer that stops short
 of its quote's sentence is completed from the quote (agent.answer_rules)."""
 

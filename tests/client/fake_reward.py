@@ -6,13 +6,18 @@ asks `/classify` for one raw logit per text; this server's logit falls with the 
 length: of candidates to one question, the shortest answer wins.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tests.servers import serve
+from webgpt.agent.model import DEFAULT_REWARD_VERSION
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import MANIFEST, Manifest
 
@@ -36,3 +41,15 @@ def shortest_wins_app(version: str) -> Starlette:
         return JSONResponse({"object": "list", "model": version, "data": rows})
 
     return Starlette(routes=[Route("/classify", classify, methods=["POST"])])
+
+
+@contextmanager
+def shipped_reward_model(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """A fresh clone's reward model, already prepared: the shipped version's folder in the
+    registry of WEBGPT_HOME=home (a manifest is all a remote scorer reads), scored on the
+    stand-in server. Yields the settings for a service with the default reward model, which
+    it loads on the first request for more than one episode; nothing is downloaded."""
+    monkeypatch.setenv("WEBGPT_HOME", str(home))
+    reward_checkpoint(home / "registry" / "reward" / DEFAULT_REWARD_VERSION, DEFAULT_REWARD_VERSION)
+    with serve(shortest_wins_app(DEFAULT_REWARD_VERSION)) as base:
+        yield {"reward_url": f"{base}/v1"}

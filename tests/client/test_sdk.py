@@ -1,5 +1,6 @@
 """The SDK against the real app on loopback (and httpx.MockTransport for transport faults)."""
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -16,7 +17,6 @@ from webgpt_client import (
     APITimeoutError,
     AsyncClient,
     AuthenticationError,
-    BadRequestError,
     Client,
     ConflictError,
     DeadlineExceededError,
@@ -29,7 +29,7 @@ from webgpt_client import (
 from webgpt_client.types import Readiness
 
 from tests.agent.fake_policy import Script
-from tests.client.fake_reward import reward_checkpoint, shortest_wins_app
+from tests.client.fake_reward import reward_checkpoint, shipped_reward_model, shortest_wins_app
 from tests.servers import free_port, serve
 
 EXAMPLES = Path(__file__).parent.parent.parent / "client" / "examples"
@@ -72,10 +72,48 @@ def test_typed_errors_carry_status_and_request_id(service_url) -> None:  # type:
         assert caught.value.status_code == 401 and caught.value.type == "unauthorized"
         assert caught.value.request_id
         with Client(base, api_key="right") as client:
-            with pytest.raises(UnprocessableEntityError, match="question"):
-                client.answer("")
-            with pytest.raises(BadRequestError, match="reward model"):
-                client.answer(QUESTION, n=2)
+            for blank in ("", "  "):
+                with pytest.raises(UnprocessableEntityError, match="question"):
+                    client.answer(blank)
+    with (
+        service_url(reward_model="none") as base,
+        Client(base) as client,
+        pytest.raises(UnprocessableEntityError, match="one episode"),
+    ):
+        client.answer(QUESTION, n=2)
+
+
+def test_best_of_n_with_the_shipped_reward_model_sync_and_async(
+    service_url,  # type: ignore[no-untyped-def]
+    script: Script,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A service with no reward model configured picks the best of n with the shipped one
+    (loaded on first use), named in the result, for both clients and for a stream."""
+    from webgpt.agent.model import DEFAULT_REWARD_VERSION
+
+    longer = "Crows, birds that remember faces for years, are corvids [1]."
+    script.answers = [longer, ANSWER] * 20
+    with (
+        shipped_reward_model(tmp_path / "home", monkeypatch) as reward,
+        service_url(**reward) as base,
+    ):
+        with Client(base) as client:
+            result = client.answer(QUESTION, n=4)
+            with client.stream(QUESTION, n=2) as events:
+                final = [e for e in events if e.type == "final"]
+
+        async def best_of_two() -> str:
+            async with AsyncClient(base) as client:
+                return str((await client.answer(QUESTION, n=2)).versions["reward"])
+
+        async_reward = asyncio.run(best_of_two())
+    assert result.answer == ANSWER and len(result.candidates) == 4
+    assert result.versions["reward"] == DEFAULT_REWARD_VERSION
+    assert final[0].result.answer == ANSWER  # type: ignore[attr-defined]
+    assert final[0].result.versions["reward"] == DEFAULT_REWARD_VERSION  # type: ignore[attr-defined]
+    assert async_reward == DEFAULT_REWARD_VERSION
 
 
 def test_base_url_and_key_from_the_environment(

@@ -700,3 +700,23 @@ def test_too_few_questions_are_refused_before_training(
     with pytest.raises(DataError, match=message):
         train_rl(config, log=lambda _: None)
     assert not (tmp_path / "registry").exists()
+
+
+def test_rollouts_decode_as_the_service_does(
+    learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
+) -> None:
+    """Trained as served: the rollouts' episodes are guided and keep the answer rules and
+    the decline threshold of a service with its default settings."""
+    from webgpt.service.settings import ServiceSettings
+
+    config = RLConfig(
+        policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
+        store=learning_store, temperature=0.7,
+    )  # fmt: skip
+    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
+    try:
+        served = ServiceSettings(_env_file=None).episode_config(temperature=0.7)
+        assert rollouts._episode_config() == served
+        assert served.guided
+    finally:
+        rollouts.close()

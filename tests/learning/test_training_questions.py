@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.evals.test_people_question_set import plain_text
 from webgpt.agent.grammar import answer_regex
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
-from webgpt.evals.questions import contains_gold, load_questions, normalize, split_of
+from webgpt.evals.questions import contains_gold, load_questions, normalize, page_text, split_of
 from webgpt.learning.scripted import demonstrate
 
 QUESTIONS = Path(__file__).parents[2] / "data" / "questions"
@@ -49,7 +48,7 @@ async def test_each_evidence_is_a_later_sentence_of_its_page_and_is_demonstrated
         for q in questions:
             assert q.url is not None and q.evidence is not None
             page = await cache.get(q.url)
-            assert f" {normalize(q.evidence)} " in plain_text(page.lines), q.question
+            assert f" {normalize(q.evidence)} " in f" {page_text(page.lines)} ", q.question
         sample = random.Random(0).sample(questions, 20)
         made = []
         for q in sample:

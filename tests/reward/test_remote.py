@@ -154,16 +154,24 @@ def test_service_best_of_n_scores_on_the_reward_server(
     assert "retry-after" in failed.headers
 
 
-def test_blank_reward_settings_mean_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compose files and ConfigMaps leave the reward variables blank when there is none."""
+def test_blank_reward_settings_mean_the_default_and_none_means_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Compose files and ConfigMaps leave the reward variables blank for the default: the
+    shipped reward model, loaded on first use (nothing at start); `none` turns it off."""
+    from pathlib import Path
+
+    from webgpt.agent.model import DEFAULT_REWARD
     from webgpt.service.scoring import build_scorer
     from webgpt.service.settings import ServiceSettings
 
     monkeypatch.setenv("WEBGPT_REWARD_MODEL", "")
     monkeypatch.setenv("WEBGPT_REWARD_URL", "")
     settings = ServiceSettings()
-    assert settings.reward_model is None and settings.reward_url is None
+    assert settings.reward_model == Path(DEFAULT_REWARD) and settings.reward_url is None
     assert build_scorer(settings) is None
+    monkeypatch.setenv("WEBGPT_REWARD_MODEL", "none")
+    assert ServiceSettings().reward_model is None
 
 
 def test_scoring_on_a_reward_server_needs_no_torch(reward_checkpoint: Path) -> None:
@@ -184,7 +192,7 @@ def test_a_reward_url_without_its_checkpoint_is_refused() -> None:
     from webgpt.service.settings import ServiceSettings
 
     with pytest.raises(ConfigurationError, match="WEBGPT_REWARD_MODEL"):
-        build_scorer(ServiceSettings(reward_url="http://127.0.0.1:9/v1"))
+        build_scorer(ServiceSettings(reward_model="none", reward_url="http://127.0.0.1:9/v1"))
 
 
 @pytest.mark.slow

@@ -145,6 +145,7 @@ def test_invalid_requests_are_422_with_one_error_shape(service_url) -> None:  # 
     cases = [
         ({}, "question"),
         ({"question": ""}, "question"),
+        ({"question": "   "}, "question"),
         ({"question": "q", "n": 0}, "n"),
         ({"question": "q", "temperature": 9}, "temperature"),
         ({"question": "q", "surprise": 1}, "surprise"),
@@ -163,12 +164,13 @@ def test_invalid_requests_are_422_with_one_error_shape(service_url) -> None:  # 
             f"{base}/answer", content=b"{not json", headers={"content-type": "application/json"}
         )
         assert garbage.status_code == 422
+        assert garbage.json()["error"]["message"].startswith("the body is not valid JSON")
 
 
-def test_best_of_n_without_a_reward_model_is_400(service_url) -> None:  # type: ignore[no-untyped-def]
-    with service_url() as base:
+def test_best_of_n_turned_off_is_422(service_url) -> None:  # type: ignore[no-untyped-def]
+    with service_url(reward_model="none") as base:
         response = httpx.post(f"{base}/answer", json={**QUESTION, "n": 2}, timeout=30)
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "reward model" in response.json()["error"]["message"]
 
 

@@ -35,34 +35,23 @@ def test_sigterm_ends_a_command_as_ctrl_c_does(offline_store: Path) -> None:
     assert "Traceback" not in err
 
 
-def test_reward_model_default_serves_the_shipped_one_through_its_alias(
+def test_reward_model_is_the_shipped_one_on_first_use_a_folder_or_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`webgpt serve --reward-model default` (or WEBGPT_REWARD_MODEL=default) serves the
-    shipped reward model (here already prepared, tiny) through registry/reward/current,
-    which operators re-point."""
-    from tests.reward.tiny import build_tiny_backbone, write_comparisons
-    from webgpt.agent.model import DEFAULT_REWARD_VERSION
-    from webgpt.reward.config import RewardTrainConfig
-    from webgpt.reward.train import train_reward_model
+    """`webgpt serve` (and `webgpt mcp`) use the shipped reward model unless told otherwise,
+    and prepare nothing at start: the service loads it on the first request for more than
+    one episode (tests/service/test_best_of_n.py). `none` turns best-of-n off."""
+    from webgpt.agent.model import DEFAULT_REWARD
     from webgpt.service import cli
 
     monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
-    comparisons = tmp_path / "c.jsonl"
-    write_comparisons(comparisons, stories=4)
-    reward = tmp_path / "home" / "registry" / "reward"
-    config = RewardTrainConfig(
-        comparisons=[comparisons], backbone=build_tiny_backbone(tmp_path / "backbone"),
-        out=reward, version=DEFAULT_REWARD_VERSION, epochs=1, max_length=64,
-    )  # fmt: skip
-    train_reward_model(config, log=lambda _: None)
-
-    args = cli.build_parser().parse_args(["serve", "--reward-model", "default"])
-    assert cli._settings(args).reward_model == reward / "current"
-    assert (reward / "current").resolve() == reward / DEFAULT_REWARD_VERSION
-    monkeypatch.setenv("WEBGPT_REWARD_MODEL", "default")
-    assert cli._settings(cli.build_parser().parse_args(["serve"])).reward_model == (
-        reward / "current"
-    )
-    given = cli.build_parser().parse_args(["serve", "--reward-model", str(tmp_path / "rm")])
+    monkeypatch.delenv("WEBGPT_REWARD_MODEL", raising=False)
+    parse = cli.build_parser().parse_args
+    for command in ("serve", "mcp"):
+        assert cli._settings(parse([command])).reward_model == Path(DEFAULT_REWARD)
+        assert cli._settings(parse([command, "--reward-model", "none"])).reward_model is None
+    given = parse(["serve", "--reward-model", str(tmp_path / "rm")])
     assert cli._settings(given).reward_model == tmp_path / "rm"
+    monkeypatch.setenv("WEBGPT_REWARD_MODEL", "none")
+    assert cli._settings(parse(["serve"])).reward_model is None
+    assert not (tmp_path / "home").exists()  # nothing prepared

@@ -9,13 +9,16 @@ import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Page, async_playwright
 
 from tests.agent.fake_policy import Script
+from tests.client.fake_reward import shipped_reward_model
 from tests.servers import serve
-from webgpt.agent.answer import ScoredAnswer
+from webgpt.agent.answer import ScoredAnswer, Scorer
+from webgpt.agent.model import DEFAULT_REWARD_VERSION
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.chromium import CHROMIUM_ARGS, CHROMIUM_PATH
 from webgpt.browser.web import Web, WebOptions
@@ -45,14 +48,20 @@ class LengthScorer:
 
 
 @contextmanager
-def service(offline_store: Path, policy_url: str, db: Path) -> Iterator[str]:
-    settings = ServiceSettings(policy_url=policy_url, policy_model="scripted")
+def service(
+    offline_store: Path,
+    policy_url: str,
+    db: Path,
+    scorer: Scorer | None = LengthScorer(),  # noqa: B008 (stateless)
+    **overrides: Any,
+) -> Iterator[str]:
+    settings = ServiceSettings(policy_url=policy_url, policy_model="scripted", **overrides)
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
     answers = AnswerService(
         settings,
         web,
         OpenAIPolicy(policy_url, "scripted"),
-        LengthScorer(),
+        scorer,
         Metrics(),
         FeedbackStore(db),
     )
@@ -134,9 +143,10 @@ async def test_ask_watch_and_rate_two_answers(
                 await page.text_content("#answer")
                 == "Crows are clever corvids that remember faces [1]."
             )
-            # [1] links to its reference; the reference links to its page.
+            # [1] links to its quote, listed under the page it links to.
             assert await page.get_attribute("#answer a.citation", "href") == "#ref-1"
-            link = page.locator("#ref-1 a")
+            assert CROW_QUOTE in (await page.text_content("#ref-1") or "")
+            link = page.locator("#references > li:has(#ref-1) > a")
             assert await link.get_attribute("href") == "https://en.wikipedia.org/wiki/Crow"
             # Each episode's trace is collapsed once the answer is in, and opens on a click.
             episodes = page.locator("#episodes details")
@@ -182,6 +192,51 @@ async def test_ask_watch_and_rate_two_answers(
         "b": {"supported": "partly", "coherent": None, "useful": "no"},
     }
     assert parse_row(row).label == 0.75  # what `webgpt train rm` reads
+
+
+async def test_the_episodes_box_works_from_a_fresh_clone(
+    offline_store: Path,
+    policy_url: str,
+    script: Script,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No reward model configured: a page quoted twice is one reference with both quotes,
+    each [n] leading to its own; two episodes are picked among by the shipped reward model,
+    loaded on first use."""
+    faces = "Crows can recognise individual human faces and remember them for years."
+    home = tmp_path / "home"
+    db = tmp_path / "fb.sqlite"
+    with (
+        shipped_reward_model(home, monkeypatch) as reward,
+        service(offline_store, policy_url, db, None, **reward, relevant_quotes=0) as base,
+    ):
+        async with chromium_page(base) as page:
+            script.oracle_quote = None
+            script.commands = ["Search crow", "Clicked on link 0", f"Quote: {CROW_QUOTE}",
+                               f"Quote: {faces}", "End: Answer"]  # fmt: skip
+            script.answers = ["Crows are corvids [1] that know faces [2]."]
+            await page.fill("#question", "crow corvus")
+            await page.click("#submit")
+            await page.wait_for_selector("#result:not([hidden])", timeout=60_000)
+            pages = page.locator("#references > li")
+            assert await pages.count() == 1
+            assert await pages.locator("blockquote").count() == 2
+            assert faces in (await page.text_content("#ref-2") or "")
+            assert await page.get_attribute("#answer a.citation >> nth=1", "href") == "#ref-2"
+
+            # Two episodes browse by reading the page; the shortest answer wins (fake_reward).
+            script.oracle_quote = CROW_QUOTE
+            script.answers = ["Crows are clever corvids [1].", "Corvids [1]."]
+            await page.fill("#n", "2")
+            await page.click("#submit")
+            await page.wait_for_function(
+                "document.getElementById('answer').textContent === 'Corvids [1].'",
+                timeout=120_000,
+            )
+            made = await page.text_content("#result-versions") or ""
+            assert f"reward model {DEFAULT_REWARD_VERSION}" in made
+            assert await page.locator("#episodes details").count() == 2
 
 
 async def test_a_person_records_a_demonstration_that_replays_exactly(
