@@ -143,8 +143,8 @@ async def test_the_server_scores_a_continuation_as_the_model_does(
 async def test_a_decline_threshold_holds_the_default_to_a_decline_or_a_cited_answer(
     web: Web, real_policy: OpenAIPolicy
 ) -> None:
-    """At 0 every answer declines, at 1 none does: the guided rest of the decline after
-    its opening, and the cited branch alone, on the real engine."""
+    """At 0 every answer declines, its sentence written from the question, at 1 none does:
+    the cited branch alone, on the real engine."""
     answers = {}
     for threshold in (0.0, 1.0):
         agent = Agent(
