@@ -48,7 +48,7 @@ async def faults(path: Path, sealed: bool, store: Path | None) -> list[str]:
             found.append(f"{path}:{number}: asked twice: {question.question!r}")
         seen.add(normalize(question.question))
         questions.append((number, question))
-    others = named_urls(ROOT) - _urls_of(path) if sealed else set()
+    others = named_urls(ROOT, skip=path.resolve()) if sealed else set()
     store_path = store or default_store_path()
     bodies = OfflineWeb(store_path)
     web = Web(WebOptions(offline_store=store_path, offline_only=True, js_mode="never"))
@@ -94,11 +94,6 @@ async def faults(path: Path, sealed: bool, store: Path | None) -> list[str]:
         await cache.aclose()
         await web.aclose()
     return found
-
-
-def _urls_of(path: Path) -> set[str]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {row["url"] for row in rows if isinstance(row, dict) and row.get("url")}
 
 
 def main() -> None:

@@ -32,15 +32,16 @@ PEOPLE = ROOT / "data" / "questions" / "people.jsonl"
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 
-def named_urls(root: Path) -> set[str]:
-    """Every URL written in a file git tracks under root (an empty set outside a checkout)."""
+def named_urls(root: Path, skip: Path | None = None) -> set[str]:
+    """Every URL written in a file git tracks under root (an empty set outside a checkout),
+    but for the file skip."""
     listed = subprocess.run(
         ["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False
     )
     urls: set[str] = set()
     for name in listed.stdout.decode().split("\0"):
         path = root / name
-        if not name or not path.is_file():
+        if not name or not path.is_file() or (skip is not None and path.resolve() == skip):
             continue
         try:
             urls.update(_URL.findall(path.read_text(encoding="utf-8")))
