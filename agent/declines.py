@@ -81,7 +81,7 @@ def _subject_end(words: list[str]) -> int | None:
     ):
         at += 1
     if start < at < len(words) and words[at - 1].endswith(("'s", "’s")):
-        return None  # "Rumi's family": the name owns what follows, the subject goes on
+        return None  # "Ada's family": the name owns what follows, the subject goes on
     return at if start < at < len(words) else None
 
 
