@@ -355,7 +355,7 @@ async def write_answer(
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + text))
 
-    answer = await _drafted_answer(result, session, policy, config, shaped, draft, emit)
+    answer = await _drafted_answer(result, session, policy, config, prompt, shaped, draft, emit)
     if config.guided and (why := degeneracy(answer)) is not None:
         await shaped("degenerate_retry", why)
         cites = _cited_or_first(answer, len(session.quotes), config.quotes_wanted(session.question))
@@ -385,13 +385,13 @@ async def _drafted_answer(
     session: BrowserSession,
     policy: Policy,
     config: EpisodeConfig,
+    prompt: str,
     shaped: Shaped,
     draft: Draft,
     emit: Emit | None,
 ) -> str:
-    """The answer as the policy drafts it and the answer rules of guided decoding rewrite it
-    (write_answer), before the degenerate check."""
-    prompt = session.answer_prompt()
+    """The answer as the policy drafts it from the answer prompt and the answer rules of
+    guided decoding rewrite it (write_answer), before the degenerate check."""
     branch: AnswerBranch = "either"
     if config.guided and config.grounded_declines:
         pages = [
