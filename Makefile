@@ -2,10 +2,15 @@
 VENV := .venv/bin
 QUESTION ?= What does the json module's dumps function do?
 
-.PHONY: install demo test test-fast lint goldens bench corpus
+.PHONY: install lock demo test test-fast lint goldens bench corpus
 
 install:
 	bash scripts/install.sh
+
+# Resolve every dependency anew into requirements/linux-x86_64-{cpu,cuda}.txt (with hashes);
+# install.sh installs exactly those. Then `make install test` and commit the locks.
+lock:
+	bash scripts/lock.sh
 
 corpus: install
 	@[ -f "$${WEBGPT_HOME:-$$HOME/.cache/webgpt}/offline-web.sqlite" ] || $(VENV)/webgpt corpus build

@@ -12,11 +12,11 @@ reward and learning both use it (`Repeatable`).
 """
 
 import argparse
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from webgpt.infra.errors import OptionsError
+from webgpt.infra.known_warnings import trainer_import_warnings_silenced
 
 Config = TypeVar("Config")
 
@@ -63,9 +63,7 @@ def add_trainer_command(
 def config_parser(config_class: type, prog: str) -> Any:
     """TRL's parser for one config dataclass; YAML keys may be spelt as the options are
     (`epochs`, `batch-size`: aliases of `num_train_epochs`, `per_device_train_batch_size`)."""
-    with warnings.catch_warnings():
-        # TRL imports vLLM where it is installed, and both may warn on import
-        warnings.simplefilter("ignore")
+    with trainer_import_warnings_silenced():
         from trl.scripts.utils import TrlParser
 
     class Parser(TrlParser):

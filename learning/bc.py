@@ -14,7 +14,7 @@ option of the Trainer is one of `webgpt train bc`; evaluation each epoch or ever
 early stopping on the validation loss, the best evaluation kept; checkpoints in the run's
 work folder, from which a stopped run resumes (learning.runs); LoRA through peft
 (optionally only on the top layers, which halves the backward pass on a CPU) or full
-fine-tuning. `accelerate launch -m service.cli train bc ...` runs the same command on many
+fine-tuning. `accelerate launch -m webgpt.service.cli train bc ...` runs the same command on many
 GPUs.
 
 The checkpoint is published atomically into the registry (infra.checkpoints.publish) as a

@@ -7,7 +7,7 @@ Recipe: WebGPT §3.2 and Appendix E, InstructGPT §3.5, Stiennon et al. §3.4 �
 - validation accuracy each epoch (on questions held out whole), early stopping on it;
 - rewards shifted so the validation answers score 0 on average (offset in the manifest).
 
-Built on accelerate: `accelerate launch -m service.cli train rm ...` runs it on many GPUs.
+Built on accelerate: `accelerate launch -m webgpt.service.cli train rm ...` runs it on many GPUs.
 LoRA (peft) with `--lora-rank R`, full fine-tuning with 0.
 """
 

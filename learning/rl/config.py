@@ -1,6 +1,5 @@
 """What a `webgpt train rl` run is told (its options) and what it returns."""
 
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -8,14 +7,12 @@ from typing import Any
 from transformers.trainer_utils import SaveStrategy, SchedulerType
 
 from webgpt.agent.errors import ConfigurationError
+from webgpt.infra.known_warnings import trainer_import_warnings_silenced
 from webgpt.learning.comparisons import ANSWER_ONLY_SWAPS
 from webgpt.learning.rl.reward import REWARD_SOURCES, RewardRule
 from webgpt.learning.runs import default_work_folder, jsonable, work_folder_field
 
-with warnings.catch_warnings():
-    # TRL imports vLLM where it is installed, and both warn on import (a vLLM newer than
-    # TRL was tested with, torch deprecations): TRL's vLLM modes are not used here
-    warnings.simplefilter("ignore")
+with trainer_import_warnings_silenced():
     from trl.trainer.grpo_config import GRPOConfig
 
 

@@ -17,6 +17,7 @@ from transformers import TrainerCallback
 from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.evals.questions import load_questions
+from webgpt.infra.known_warnings import trainer_import_warnings_silenced
 from webgpt.learning.bc import LORA_TARGETS
 from webgpt.learning.rl.config import RLConfig, RLResult
 from webgpt.learning.rl.packing import SegmentTable, packed_positions_hook
@@ -33,10 +34,7 @@ from webgpt.reward.manifest import load_reward_manifest
 def _episode_trainer_class() -> type:
     """GRPOTrainer whose log-probabilities are computed on packed episodes (see the package
     docstring); built lazily so that importing this module does not import TRL."""
-    with warnings.catch_warnings():
-        # TRL imports vLLM where it is installed, and both warn on import (a vLLM newer
-        # than TRL was tested with, torch deprecations): TRL's vLLM modes are not used here
-        warnings.simplefilter("ignore")
+    with trainer_import_warnings_silenced():
         from trl.trainer.grpo_trainer import GRPOTrainer
 
     class EpisodeGRPOTrainer(GRPOTrainer):

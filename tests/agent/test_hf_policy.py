@@ -23,7 +23,6 @@ def test_truncate_at_the_earliest_stop_string() -> None:
     assert truncate_at_stop("no stop", ("\n", "")) == ("no stop", False)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_samples_n_completions_within_the_token_budget(tmp_path: Path) -> None:
     policy = tiny_policy(tmp_path)
     result = await policy.complete("Search crows", Sampling(n=3, max_tokens=5, temperature=1.0))
@@ -52,7 +51,6 @@ class CountingGenerate:
         return self.generate(**kwargs)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_concurrent_calls_are_generated_together_as_each_alone(tmp_path: Path) -> None:
     policy = tiny_policy(tmp_path)
     greedy = Sampling(max_tokens=6, temperature=0)
@@ -67,7 +65,6 @@ async def test_concurrent_calls_are_generated_together_as_each_alone(tmp_path: P
     assert [r.usage for r in together] == [r.usage for r in alone]  # no padding counted
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_batches_hold_one_sampling_and_at_most_max_batch_prompts(tmp_path: Path) -> None:
     policy = tiny_policy(tmp_path)
     policy.max_batch = 2
@@ -84,7 +81,6 @@ async def test_batches_hold_one_sampling_and_at_most_max_batch_prompts(tmp_path:
     assert results[0].choices == results[1].choices == results[2].choices
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_a_failed_generate_reaches_every_caller_of_its_batch(tmp_path: Path) -> None:
     policy = tiny_policy(tmp_path)
     generate = policy.model.generate
@@ -103,7 +99,6 @@ async def test_a_failed_generate_reaches_every_caller_of_its_batch(tmp_path: Pat
     assert len((await policy.complete("Search a", greedy)).choices) == 1
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_a_continuation_s_log_prob_follows_the_chain_rule(tmp_path: Path) -> None:
     """log P(b c | a) = log P(b | a) + log P(c | a b), each a sum over the model's own
     next-token distributions, and a continuation that starts inside a token is refused."""
@@ -118,7 +113,6 @@ async def test_a_continuation_s_log_prob_follows_the_chain_rule(tmp_path: Path) 
         await policy.continuation_logprob("Search cro", "ws")
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_a_regex_holds_every_sample_and_guided_false_lets_it_go(tmp_path: Path) -> None:
     """As vLLM's structured outputs do: each of n samples of an untrained model matches the
     Sampling's regex (the trainer's rollouts decode under the service's grammar)."""

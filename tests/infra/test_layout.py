@@ -4,6 +4,7 @@ no library module importing a command-line module, and WEBGPT_* variables read o
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -164,6 +165,58 @@ def test_the_namespace_is_webgpt_and_no_top_level_package_is_installed(tmp_path:
             text=True,
         )
         assert "ModuleNotFoundError" in missing.stderr, package
+
+
+def _top_level_imports(path: Path) -> list[str]:
+    """The project's packages a file imports by their bare folder name (`import agent`,
+    `from service.app import ...`), which from the checkout would load a second copy."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        found += [name for name in names if name.split(".")[0] in MAY_IMPORT]
+    return found
+
+
+def test_every_file_imports_the_project_as_webgpt() -> None:
+    folders = [*MAY_IMPORT, "tests", "scripts", "benchmarks", "examples", "client"]
+    files = [path for path in _python_files(*folders) if "tests/data" not in str(path)]
+    bare = {str(path.relative_to(ROOT)): _top_level_imports(path) for path in files}
+    assert {path: names for path, names in bare.items() if names} == {}
+
+
+def test_the_bare_import_check_sees_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\nfrom service.settings import X\nimport agent.episode\n")
+    assert _top_level_imports(sample) == ["service.settings", "agent.episode"]
+
+
+def test_module_commands_name_the_webgpt_package() -> None:
+    """`python -m service.cli` works only inside the checkout; the docs never say it."""
+    texts = [*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md"), *_python_files(*MAY_IMPORT)]
+    bare = re.compile(r"-m ({})\.".format("|".join(MAY_IMPORT)))
+    offenders = [str(path.relative_to(ROOT)) for path in texts if bare.search(path.read_text())]
+    assert offenders == []
+
+
+@pytest.mark.slow  # imports torch and TRL: about 12 s
+def test_the_documented_accelerate_command_runs_outside_the_checkout(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    accelerate = Path(sys.executable).parent / "accelerate"
+    options = ["--num_processes", "1", "--num_machines", "1", "--mixed_precision", "no"]
+    launched = subprocess.run(
+        [str(accelerate), "launch", *options, "-m", "webgpt.service.cli", "train", "bc", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert launched.returncode == 0, launched.stderr[-2000:]
+    assert "usage: webgpt train bc" in launched.stdout
 
 
 def test_webgpt_links_every_package_folder() -> None:

@@ -71,7 +71,6 @@ def test_rollouts_train_the_ids_sampled_where_the_text_encodes_to_others(
     assert {p for p, m in zip(packed.logprobs, packed.env_mask, strict=True) if not m} == {0.0}
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 async def test_a_turn_that_ended_at_eos_trains_the_eos_not_a_stop_string(
     tiny_tokenizer_folder: Path,  # noqa: F811
 ) -> None:
