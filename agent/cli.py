@@ -70,12 +70,6 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         'docs/questions.md, "Relevant quotes and stated numbers")',
     )
     parser.add_argument(
-        "--finds-on-page",
-        action="store_true",
-        help="on a page that writes names before their arguments (json.dumps(...)), a Find "
-        'takes one of those names (docs/questions.md, "Relevant quotes and stated numbers")',
-    )
-    parser.add_argument(
         "--question-search",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -101,7 +95,6 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "grounded_declines": not args.no_grounded_declines,
         "relevant_quotes": args.relevant_quotes or None,
         "quantity_numbers": args.quantity_numbers,
-        "finds_on_page": args.finds_on_page,
         "question_search": args.question_search,
     }
 

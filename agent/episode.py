@@ -116,12 +116,10 @@ class EpisodeConfig:
     # explanation is built from several); and a question asking how many or how much is
     # offered the sentences that show numbers first and answers with a number a quote
     # shows and the question does not, where a quote shows one
-    # (agent.answer_rules.asks_for_quantity). Opt-in: a page that writes names before
-    # their arguments takes a Find of one of those only (grammar.shown_names).
+    # (agent.answer_rules.asks_for_quantity).
     question_search: bool = True
     relevant_quotes: int | None = 1
     quantity_numbers: bool = True
-    finds_on_page: bool = False
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
@@ -269,7 +267,6 @@ async def run_episode(
                 min_quotes=config.quotes_wanted(question),
                 relevant_quotes=config.quote_choices(question),
                 numbers_bear=config.wants_number(question),
-                finds_on_page=config.finds_on_page,
                 question_search=config.question_search,
             )
             if config.guided

@@ -54,10 +54,6 @@ DIGITS = "0-9¹²³¼-¾⁰-₟⅐-↏①-⓿０-９"
 NUMBER = re.compile(f"[{DIGITS}]+(?:[.,][{DIGITS}]+)*")
 ANSWER_TEXT = f"[^\\[\\]■\\n{DIGITS}]"  # an answer's text: digits come only as a shown number
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
-# A name as a docs page writes it before its arguments ("json.dumps(", "TextFile.warn("):
-# every Find of the scripted demonstrations is one, or a dotted tail of one ("warn(").
-_CALLED_NAME = re.compile(r"[A-Za-z_][\w.]*\(")
-_NAME_START = re.compile(r"[A-Za-z_]")
 
 
 def _literal(text: str) -> str:
@@ -109,7 +105,6 @@ def browsing_grammar(
     force_finish: bool = True,
     min_quotes: int = 1,
     relevant_quotes: int | None = None,
-    finds_on_page: bool = False,
     question_search: bool = False,
     numbers_bear: bool = False,
 ) -> "BrowsingGrammar":
@@ -123,10 +118,8 @@ def browsing_grammar(
     a number is one of its terms). A page that writes a callable the question names before
     its arguments takes a Find of that only, until its signature tops the view, so that the
     Find lands on its entry rather than on an example that calls a method of the same name
-    on another class (_find_text). With finds_on_page, a page that writes names before their
-    arguments takes a Find of one of those only (a Find of text the page lacks finds
-    nothing). With question_search, the episode's first Search is the question's own words
-    (agent.queries.question_query) rather than a guessed page title."""
+    on another class (_find_text). With question_search, the episode's first Search is the
+    question's own words (agent.queries.question_query) rather than a guessed page title."""
     held = {q.extract for q in session.quotes}
     quotes = [q for q in quote_choices(session) if q not in held]
     narrowed: list[str] = []
@@ -167,7 +160,7 @@ def browsing_grammar(
     if link_ids:
         options.append(click)
     if session.page.lines:
-        find = _find_text(session, finds_on_page)
+        find = _find_text(session)
         if find is not None:
             options.append(f"Find in page: {find}")
         if find != r"[^\n]+":
@@ -196,12 +189,11 @@ def browsing_regex(session: BrowserSession, **options: Any) -> str:
     return browsing_grammar(session, **options).regex
 
 
-def _find_text(session: BrowserSession, finds_on_page: bool) -> str | None:
+def _find_text(session: BrowserSession) -> str | None:
     """What a Find on the page in view may look for: a callable the question names, where
     the page writes it before its arguments, until a Find has brought its signature to the
     top of the view (then None, no Find: Find is blind to case and wraps, so another would
-    land on "pdb.Pdb.runcall(" for "pdb.runcall("); else, with finds_on_page, a name the
-    page writes before its arguments; else any text."""
+    land on "pdb.Pdb.runcall(" for "pdb.runcall("); else any text."""
     page_text = session.page.text_index.text
     named = [n for n in named_callables(session.question) if f"{n}(" in page_text]
     if named:
@@ -209,19 +201,7 @@ def _find_text(session: BrowserSession, finds_on_page: bool) -> str | None:
         if any(opens_signature(top, n) for n in named):
             return None
         return _alternatives([_literal(f"{n}(") for n in named])
-    names = shown_names(page_text) if finds_on_page else []
-    return _alternatives([_literal(n) for n in names]) if names else r"[^\n]+"
-
-
-def shown_names(page_text: str) -> list[str]:
-    """The names the page writes before their arguments, each with its dotted tails
-    ("json.dumps(" and "dumps("), once each in the page's order."""
-    names: dict[str, None] = {}
-    for name in _CALLED_NAME.findall(page_text):
-        parts = name.split(".")
-        tails = (".".join(parts[i:]) for i in range(len(parts)) if _NAME_START.match(parts[i]))
-        names.update(dict.fromkeys(tails))
-    return list(names)
+    return r"[^\n]+"
 
 
 def _question_search(question: str) -> str:

@@ -23,12 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from webgpt.agent.grammar import (
     ANSWER_TEXT,
     FIRST_CITATION_CHARS,
-    _literal,
     answer_regex,
     browsing_regex,
     continued_answer_regex,
     quoted_sentence_regex,
-    shown_names,
     with_stop,
 )
 from webgpt.agent.model import prepare_base_model
@@ -84,11 +82,9 @@ async def page_grammars(
     relevant_quotes: int | None = None,
     question: str = "How does a refrigerator keep food cold?",
     commands: tuple[str, ...] = ("Search refrigerator", "Clicked on link 0", "Scrolled down 1"),
-    finds_on_page: bool = False,
 ) -> tuple[list[str], float]:
     """The browsing grammars of an episode's first steps on a real page, and the mean
-    seconds building one took (with relevant quotes: ranking the sentences in view; with
-    finds on the page: gathering the names it writes before their arguments)."""
+    seconds building one took (with relevant quotes: ranking the sentences in view)."""
     web = Web(WebOptions(offline_only=True, js_mode="never"))
     cache = web.new_cache()
     session = web.session(cache, SessionConfig(max_actions=20))
@@ -99,9 +95,7 @@ async def page_grammars(
     def build() -> None:
         nonlocal build_s
         started = time.perf_counter()
-        grammars.append(
-            browsing_regex(session, relevant_quotes=relevant_quotes, finds_on_page=finds_on_page)
-        )
+        grammars.append(browsing_regex(session, relevant_quotes=relevant_quotes))
         build_s += time.perf_counter() - started
 
     try:
@@ -113,17 +107,6 @@ async def page_grammars(
         await cache.aclose()
         await web.aclose()
     return grammars, build_s / len(grammars)
-
-
-async def page_names(url: str) -> list[str]:
-    """The names a page writes before their arguments (grammar.shown_names)."""
-    web = Web(WebOptions(offline_only=True, js_mode="never"))
-    cache = web.new_cache()
-    try:
-        return shown_names((await cache.get(url)).text_index.text)
-    finally:
-        await cache.aclose()
-        await web.aclose()
 
 
 def main() -> None:
@@ -153,17 +136,6 @@ def main() -> None:
 
     every, build_s = asyncio.run(page_grammars())
     relevant, relevant_build_s = asyncio.run(page_grammars(relevant_quotes=1))
-    # finds on the page: the json docs page's browsing step, and a Find over the names of
-    # os's, the most any docs page writes (510)
-    json_page, json_build_s = asyncio.run(
-        page_grammars(
-            question="What does the json module's dumps function do?",
-            commands=("Search json dumps", "Clicked on link 0"),
-            finds_on_page=True,
-        )
-    )
-    os_names = asyncio.run(page_names("https://docs.python.org/3.11/library/os.html"))
-    os_find = "Find in page: " + "(" + "|".join(_literal(n) for n in os_names) + ")"
     browsing = [with_stop(g, "\n") for g in every]
     plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
     numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
@@ -185,8 +157,6 @@ def main() -> None:
             [with_stop(g, "\n") for g in relevant],
             [browsing_before(with_stop(g, "\n")) for g in relevant],
         ),
-        ("  finds on the json page", [with_stop(json_page[-1], "\n")], []),
-        (f"  a Find of os's {len(os_names)} names", [with_stop(os_find, "\n")], []),
         ("answer, 1 quote, no number", [plain], [with_stop(answer_regex_before(1), "■")]),
         ("answer, 3 quotes, 6 numbers", [numbered], [numbers_bounded(numbered)]),
         ("  stating a number (quantity)", [stating], []),
@@ -201,8 +171,7 @@ def main() -> None:
         before_s = f"{statistics.mean(seconds(g) for g in before):7.2f}s" if before else "-"
         print(f"{name:32} {now_s:7.2f}s {before_s:>8}")
     print(f"building a browsing grammar: {1000 * build_s:.1f} ms, "
-          f"{1000 * relevant_build_s:.1f} ms with relevant quotes 1, "
-          f"{1000 * json_build_s:.1f} ms with finds on the json page")  # fmt: skip
+          f"{1000 * relevant_build_s:.1f} ms with relevant quotes 1")  # fmt: skip
     print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
           f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded, "
           f"{mask_ms(explained, ANSWER):.2f} ms as an explanation, "

@@ -211,7 +211,6 @@ def _gate_evaluation(
         "grounded_declines": episode.grounded_declines,
         "relevant_quotes": episode.relevant_quotes,
         "quantity_numbers": episode.quantity_numbers,
-        "finds_on_page": episode.finds_on_page,
         "question_search": episode.question_search,
         "max_actions": session.max_actions,
         "policy_url": args.policy_url,

@@ -79,12 +79,10 @@ class ServiceSettings(Settings):
     # numbers", all on by default: an episode's first Search is the question's own words, a
     # Quote for a question asking for no explanation takes only this many of the sentences
     # in view that bear most on it (0: any), and a how-many question answers with a number a
-    # quote shows; opt-in, a Find on a page that writes names before their arguments takes
-    # one of those.
+    # quote shows.
     question_search: bool = True
     relevant_quotes: int = Field(default=1, ge=0, le=100)
     quantity_numbers: bool = True
-    finds_on_page: bool = False
     # The reward model that picks the best of a request's episodes when it asks for more
     # than one (n on /answer, the SDK and the page; best_of on MCP and the OpenAI route):
     # `default`, the shipped one, prepared and loaded by the first request that needs it,
@@ -177,7 +175,6 @@ class ServiceSettings(Settings):
             "grounded_declines": self.grounded_declines,
             "relevant_quotes": self.relevant_quotes or None,
             "quantity_numbers": self.quantity_numbers,
-            "finds_on_page": self.finds_on_page,
             "question_search": self.question_search,
         }
 

@@ -25,6 +25,18 @@ from webgpt.service.serving import AnswerService
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
 
+# Fixtures that train a model or start a database server: `make test-fast` (-m "not slow")
+# skips every test that uses one, as it skips the tests marked slow by hand (those that
+# start vLLM, Chromium or a `webgpt` command, or train inline).
+SLOW_FIXTURES = frozenset({"postgres", "reward_checkpoint", "trained", "tiny_bc"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before the -m selection reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def site() -> Iterator[str]:
@@ -111,7 +123,7 @@ def postgres() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
     """Each store test runs on a SQLite file and on a fresh database of a real PostgreSQL."""
     if request.param == "sqlite":

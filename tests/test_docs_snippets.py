@@ -180,6 +180,7 @@ def service(
         yield base_url, settings
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("block", BLOCKS, ids=str)
 def test_a_runnable_block_runs_as_written(
     block: Block, service: tuple[str, dict[str, str]], script: Script, tmp_path: Path

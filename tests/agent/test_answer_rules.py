@@ -378,12 +378,11 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
 
 
 def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
-    """The settings of the rules of relevant quotes, stated numbers, finds on the page and
-    the question's own search, as the command line and the service set them."""
+    """The settings of the rules of relevant quotes, stated numbers and the question's own
+    search, as the command line and the service set them."""
     return (
         config.relevant_quotes,
         config.quantity_numbers,
-        config.finds_on_page,
         config.question_search,
     )
 
@@ -397,10 +396,10 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() 
     parser = argparse.ArgumentParser()
     add_answer_rules(parser)
     default = EpisodeConfig(**answer_rules(parser.parse_args([])))
-    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, False, True)
-    off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--finds-on-page"]
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, True)
+    off = ["--relevant-quotes", "0", "--no-quantity-numbers"]
     changed = EpisodeConfig(**answer_rules(parser.parse_args([*off, "--no-question-search"])))
-    assert rule_settings(changed) == (None, False, True, False)
+    assert rule_settings(changed) == (None, False, False)
 
 
 FIRST_SENTENCE = "Crows are birds of the genus Corvus."

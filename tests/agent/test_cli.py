@@ -27,6 +27,7 @@ def answer(store: Path, *args: str, home: Path | None = None) -> subprocess.Comp
     )
 
 
+@pytest.mark.slow  # starts a process
 def test_answer_prints_the_answer_and_references(
     offline_store: Path, policy_url: str, script: Script
 ) -> None:
@@ -41,6 +42,7 @@ def test_answer_prints_the_answer_and_references(
     )
 
 
+@pytest.mark.slow  # starts a process
 def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> None:
     script.oracle_quote = "Crows are birds of the genus Corvus."
     script.answers = ["Crows are corvids [1]."]
@@ -62,6 +64,7 @@ def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> No
     assert set(body["timings"]) >= {"total_s", "policy_s", "fetch_s", "render_s"}
 
 
+@pytest.mark.slow  # starts a process
 def test_answer_declines_under_a_decline_threshold(
     offline_store: Path, policy_url: str, script: Script
 ) -> None:
@@ -82,6 +85,7 @@ def test_answer_declines_under_a_decline_threshold(
     assert refused.returncode == 2 and "probability from 0 to 1" in refused.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_best_of_n_without_a_reward_model_uses_the_shipped_one(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
@@ -122,6 +126,7 @@ def test_best_of_n_without_a_reward_model_uses_the_shipped_one(
     assert json.loads(named.stdout)["versions"]["reward"] == DEFAULT_REWARD_VERSION
 
 
+@pytest.mark.slow  # starts a process
 def test_answer_errors_are_one_clear_line(offline_store: Path, policy_url: str) -> None:
     none = answer(offline_store, "q", "--n", "0", "--policy-url", policy_url, "--policy-model", "m")
     assert none.returncode == 1 and "one episode or more" in none.stderr

@@ -180,6 +180,7 @@ def test_a_line_cut_short_in_the_history_is_skipped(registry: PolicyRegistry) ->
 # -- `webgpt model promote` against versions served by the scripted policy server ----------
 
 
+@pytest.mark.slow  # starts a process
 def test_the_cli_refuses_a_deliberately_worse_version(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:

@@ -1,20 +1,16 @@
 """Relevant quotes: a Quote for a question asking for no explanation may take only the
 sentences in view that bear most on it (agent.relevance, agent.grammar.browsing_regex,
-EpisodeConfig.relevant_quotes); and finds on the page: a Find takes a name the page writes
-before its arguments (grammar.shown_names, EpisodeConfig.finds_on_page)."""
+EpisodeConfig.relevant_quotes)."""
 
-import json
 import math
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE
 from webgpt.agent.episode import EpisodeConfig, run_episode
-from webgpt.agent.grammar import browsing_regex, shown_names
+from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.relevance import (
     NUMBER_TERM,
@@ -23,9 +19,8 @@ from webgpt.agent.relevance import (
     restates,
     term_weights,
 )
-from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
-from webgpt.browser.web import Web, WebOptions
+from webgpt.browser.web import Web
 
 MALAWI = [
     "Malawi, officially the Republic of Malawi, is a landlocked country in Southeast Africa.",
@@ -219,66 +214,6 @@ async def test_an_explanation_is_offered_every_sentence_in_view(
     assert [q.extract for q in result.quotes] == [FIRST_SENTENCE, FACES]
     on_the_page = [r for r in script.requests if not r.get("stream")][2]
     assert re.fullmatch(on_the_page["structured_outputs"]["regex"], f"Quote: {FIRST_SENTENCE}\n")
-
-
-JSON_PAGE = {
-    "Json": {
-        "title": "Json",
-        "extract": "json.dumps(obj, indent=None) serializes obj to a JSON formatted str. "
-        "json.loads(s) deserializes s to a Python object. Both are in the json module.",
-        "description": "Module",
-    }
-}
-
-
-@pytest.fixture
-async def json_web(tmp_path: Path) -> AsyncIterator[Web]:
-    summaries = tmp_path / "summaries.json"
-    summaries.write_text(json.dumps(JSON_PAGE))
-    build_corpus(tmp_path / "web.sqlite", [("wikipedia", wikipedia_pages(summaries))])
-    options = WebOptions(offline_store=tmp_path / "web.sqlite", offline_only=True, js_mode="never")
-    opened = Web(options)
-    yield opened
-    await opened.aclose()
-
-
-def test_the_names_a_page_writes_before_their_arguments_with_their_dotted_tails() -> None:
-    text = "json.dumps(obj) and TextFile.warn(msg); again json.dumps(x). Al2O3 (alumina) f.(x)"
-    assert shown_names(text) == ["json.dumps(", "dumps(", "TextFile.warn(", "warn(", "f.("]
-    assert shown_names("Crows are birds of the genus Corvus.") == []
-
-
-async def test_a_find_takes_only_a_name_the_page_writes_when_finds_are_on_the_page(
-    json_web: Web, web: Web
-) -> None:
-    session = json_web.session(config=SessionConfig(max_actions=12))
-    session.reset("How do I write JSON text in Python?")
-    for command in ("Search json", "Clicked on link 0"):
-        await session.step(command)
-    anything = browsing_regex(session)
-    on_the_page = browsing_regex(session, finds_on_page=True)
-    assert re.fullmatch(anything, "Find in page: json.json(")  # never found: v17's loop
-    assert not re.fullmatch(on_the_page, "Find in page: json.json(")
-    for name in ("json.dumps(", "dumps(", "json.loads(", "loads("):
-        assert re.fullmatch(on_the_page, f"Find in page: {name}")
-        assert (await session.step(f"Find in page: {name}")).event.found  # type: ignore[union-attr]
-    crows = web.session(config=SessionConfig(max_actions=12))  # a page with no such names
-    crows.reset("Do crows remember human faces?")
-    for command in CROW_EPISODE[:2]:
-        await crows.step(command)
-    assert re.fullmatch(browsing_regex(crows, finds_on_page=True), "Find in page: faces")
-
-
-async def test_an_episode_passes_finds_on_the_page_to_its_browsing_grammar(
-    json_web: Web, policy: OpenAIPolicy, script: Script
-) -> None:
-    script.commands = ["Search json", "Clicked on link 0", "Find in page: dumps("]
-    question = "How do I write JSON text in Python?"
-    await run_episode(0, json_web.session(), policy, question, EpisodeConfig(finds_on_page=True))
-    on_the_page = [r for r in script.requests if not r.get("stream")][2]
-    grammar = on_the_page["structured_outputs"]["regex"]
-    assert re.fullmatch(grammar, "Find in page: dumps(\n")
-    assert not re.fullmatch(grammar, "Find in page: json.json(\n")
 
 
 def test_the_rule_is_checked() -> None:

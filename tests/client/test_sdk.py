@@ -370,6 +370,7 @@ def reward_model(tmp_path: Path) -> Iterator[dict[str, str]]:
         yield {"reward_model": str(checkpoint), "reward_url": f"{base}/v1"}
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.py")), ids=lambda path: path.name)
 def test_examples_run(
     example: Path,

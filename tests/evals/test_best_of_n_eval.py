@@ -92,6 +92,7 @@ def best_of_file(path: Path, *samples: BestOfSamples) -> Path:
     return path
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_pool_reports_questions_evaluated_in_parts_as_one_run(tmp_path: Path) -> None:
     questions = ["q1", "q2", "q3"]
     rewards = {
@@ -133,6 +134,7 @@ def test_eval_pool_reports_questions_evaluated_in_parts_as_one_run(tmp_path: Pat
     assert figures["best_of"]["bc"][1]["correct"] == pytest.approx(two.correct)
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_pool_refuses_what_would_not_be_one_run(tmp_path: Path) -> None:
     bc = BestOfSamples("bc", ["q1"], [[0.0, 1.0]], [[False, True]])
     rl = BestOfSamples("rl", ["q1"], [[1.0, 1.0]], [[True, True]])
@@ -174,6 +176,7 @@ def crow_question(tmp_path: Path, skies: list[str]) -> tuple[Path, Script]:
     return questions, script
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_best_of_samples_once_and_reports_every_n(
     reward_checkpoint: Path, offline_store: Path, tmp_path: Path
 ) -> None:
@@ -196,6 +199,7 @@ def test_eval_best_of_samples_once_and_reports_every_n(
     assert (tmp_path / "best-of.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_best_of_never_counts_a_decline_as_correct(
     reward_checkpoint: Path, offline_store: Path, tmp_path: Path
 ) -> None:
@@ -215,6 +219,7 @@ def test_eval_best_of_never_counts_a_decline_as_correct(
     assert sorted(samples["correct"]) == [False, True]  # in either order: sampled at once
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_best_of_pairs_a_second_policy_with_the_first_and_keeps_the_samples(
     reward_checkpoint: Path, offline_store: Path, tmp_path: Path
 ) -> None:
@@ -242,6 +247,7 @@ def test_eval_best_of_pairs_a_second_policy_with_the_first_and_keeps_the_samples
     assert "rl minus bc, paired over 1 questions" in result.stdout
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_best_of_refuses_two_policies_with_one_label(tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(json.dumps({"question": "q", "gold_answers": ["a"]}) + "\n")
@@ -253,6 +259,7 @@ def test_eval_best_of_refuses_two_policies_with_one_label(tmp_path: Path) -> Non
     assert result.returncode == 1 and "distinct labels" in result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_best_of_needs_sampling(tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(json.dumps({"question": "q", "gold_answers": ["a"]}) + "\n")

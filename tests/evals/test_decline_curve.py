@@ -51,6 +51,7 @@ def test_the_lowest_threshold_within_the_bound_on_answerable_declines_is_chosen(
         decline_curve([outcome("factoid", None)])
 
 
+@pytest.mark.slow  # starts a process
 def test_the_cli_prints_each_curve_and_refuses_a_file_without_probabilities(
     tmp_path: Path,
 ) -> None:

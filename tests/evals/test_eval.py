@@ -87,6 +87,7 @@ async def test_eval_figures_for_right_wrong_and_unfaithful_answers(
     assert "66.7%" in table and "scripted" in table.splitlines()[2]
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_cli_prints_a_table_and_writes_json(learning_store: Path, tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(
@@ -108,6 +109,7 @@ def test_eval_cli_prints_a_table_and_writes_json(learning_store: Path, tmp_path:
     assert len(written["outcomes"]) == 3
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_refuses_an_unknown_policy_target(tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(QUESTIONS[0].model_dump_json() + "\n")
@@ -118,6 +120,7 @@ def test_eval_refuses_an_unknown_policy_target(tmp_path: Path) -> None:
     assert "no checkpoint folder" in result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_eval_with_a_decline_threshold_records_each_decline_probability(
     learning_store: Path, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 from webgpt.infra.known_warnings import trainer_import_warnings_silenced
 
 
+@pytest.mark.slow  # starts a process
 def test_trl_imports_cleanly_under_warnings_as_errors() -> None:
     """A fresh interpreter: the import runs (and warns) for real, not from the module cache."""
     imported = subprocess.run(

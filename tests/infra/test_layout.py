@@ -145,6 +145,7 @@ def test_packages_import_only_lower_layers() -> None:
     assert {module: bad for module, bad in offenders.items() if bad} == {}
 
 
+@pytest.mark.slow  # starts a process
 def test_the_namespace_is_webgpt_and_no_top_level_package_is_installed(tmp_path: Path) -> None:
     """Outside the checkout, the project's environment imports webgpt.agent, never agent."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}

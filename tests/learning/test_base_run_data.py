@@ -6,6 +6,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.scripts import SCRIPTS, load_script
 
 SCRIPT = SCRIPTS / "base_run_data.py"
@@ -50,6 +52,7 @@ def run(tmp_path: Path, *draws: list[str]) -> tuple[list[dict[str, object]], str
     return [json.loads(line) for line in out.read_text().splitlines()], done.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_the_script_draws_each_group_to_its_count_from_the_train_split_once(
     tmp_path: Path,
 ) -> None:
@@ -76,6 +79,7 @@ def test_the_script_draws_each_group_to_its_count_from_the_train_split_once(
     assert len(drawn[0]) == 3 and drawn[0] == drawn[1]  # seed 0: the same draw every time
 
 
+@pytest.mark.slow  # starts a process
 def test_bad_input_is_a_clear_error_and_leaves_an_earlier_out_as_it_was(tmp_path: Path) -> None:
     (tmp_path / "gen.jsonl").write_text(json.dumps(episode(0, "factoid")) + "\n")
     (tmp_path / "mix.jsonl").write_text("an earlier mix\n")
@@ -103,6 +107,7 @@ def test_bad_input_is_a_clear_error_and_leaves_an_earlier_out_as_it_was(tmp_path
     assert (tmp_path / "mix.jsonl").read_text() == "an earlier mix\n"
 
 
+@pytest.mark.slow  # starts a process
 def test_tokens_per_group_are_counted_as_bc_trains_on_them(tmp_path: Path) -> None:
     from tests.reward.tiny import build_tiny_backbone
     from webgpt.learning.bc import examples_of

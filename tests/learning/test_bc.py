@@ -125,6 +125,7 @@ async def test_a_tiny_policy_learns_to_write_commands(learning_web: Web, tmp_pat
     assert any(not torch.equal(before[name], after[name]) for name in before)
 
 
+@pytest.mark.slow  # trains
 async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path) -> None:
     demo_file, base = await demos_and_tiny_base(learning_web, tmp_path, keep=2)
     result = train_bc(
@@ -147,6 +148,7 @@ async def test_lora_publishes_only_an_adapter(learning_web: Web, tmp_path: Path)
     assert adapter["layers_to_transform"] == [1]
 
 
+@pytest.mark.slow  # trains
 @pytest.mark.parametrize("strategy", ["epoch", "steps"])
 async def test_a_time_budget_stops_training_and_keeps_the_weights_it_reached(
     learning_web: Web, tmp_path: Path, strategy: str
@@ -189,6 +191,7 @@ def test_a_time_budget_must_be_above_zero(tmp_path: Path) -> None:
         BCConfig(demonstrations=[tmp_path / "d.jsonl"], base=tmp_path, out=tmp_path, max_minutes=0)
 
 
+@pytest.mark.slow  # trains
 async def test_training_continues_an_adapter_from_its_weights(
     learning_web: Web, tmp_path: Path
 ) -> None:
@@ -443,6 +446,7 @@ class FinalWeights(TrainerCallback):
         self.weights = {name: p.detach().clone() for name, p in parameters}
 
 
+@pytest.mark.slow  # trains
 async def test_a_killed_run_resumed_ends_with_the_weights_of_an_uninterrupted_run(
     learning_web: Web, tmp_path: Path
 ) -> None:

@@ -5,6 +5,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.learning.test_record import webgpt
 from tests.servers import serve
@@ -61,6 +63,7 @@ def test_the_rule_prefers_correct_and_faithful_and_ties_the_rest(tmp_path: Path)
     assert comparisons[0].text_a.endswith(good.answer) and MONA in comparisons[0].text_a
 
 
+@pytest.mark.slow  # starts a process
 def test_generate_samples_real_episodes_and_writes_what_train_rm_reads(
     learning_store: Path, tmp_path: Path
 ) -> None:
@@ -162,6 +165,7 @@ def test_answer_only_samples_after_a_decline_may_cite_the_browse_s_quotes(
     assert row[row["preference"]]["quotes"][0]["extract"] == MONA
 
 
+@pytest.mark.slow  # starts a process
 def test_generate_from_demonstrations_writes_answers_from_their_quotes_without_browsing(
     learning_store: Path, tmp_path: Path
 ) -> None:
@@ -206,6 +210,7 @@ def test_generate_from_demonstrations_writes_answers_from_their_quotes_without_b
     assert load_comparisons([out])[1].used == 3
 
 
+@pytest.mark.slow  # starts a process
 def test_generate_refuses_demonstrations_with_no_quotes_and_two_sources(tmp_path: Path) -> None:
     steps = [DemoStep(observation="♦Question\nWho?", command="End: Answer")]
     demos = tmp_path / "demos.jsonl"
@@ -220,6 +225,7 @@ def test_generate_refuses_demonstrations_with_no_quotes_and_two_sources(tmp_path
     assert result.returncode == 2 and "not allowed with argument" in result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_generate_refuses_an_empty_split(tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(QUESTION.model_dump_json() + "\n")
@@ -231,6 +237,7 @@ def test_generate_refuses_an_empty_split(tmp_path: Path) -> None:
     assert "no questions in split 'dev'" in result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_generate_refuses_a_sample_count_out_of_range(tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(QUESTION.model_dump_json() + "\n")

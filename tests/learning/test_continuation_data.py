@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.scripts import SCRIPTS, load_script
 
 SCRIPT = SCRIPTS / "continuation_data.py"
@@ -42,6 +44,7 @@ def test_a_quote_past_the_opening_is_told_from_one_in_it() -> None:
     assert [s["command"].split()[0] for s in kept["steps"]] == ["Find", "Quote:", "End:"]
 
 
+@pytest.mark.slow  # starts a process
 def test_the_script_draws_each_kind_cut_and_leaves_out_an_earlier_runs_questions(
     tmp_path: Path,
 ) -> None:
@@ -67,6 +70,7 @@ def test_the_script_draws_each_kind_cut_and_leaves_out_an_earlier_runs_questions
     assert all(r["steps"][0]["command"].startswith("Quote:") for r in on_page)
 
 
+@pytest.mark.slow  # starts a process
 def test_counts_that_cannot_be_drawn_are_refused_before_anything_is_written(
     tmp_path: Path,
 ) -> None:

@@ -52,6 +52,7 @@ def test_batches_hold_training_pages_numbered_by_sentence_and_never_repeat_one(
     assert again == {"batch_1.txt": made["batch_1.txt"]}
 
 
+@pytest.mark.slow  # starts a process
 def test_asking_for_more_pages_than_there_are_says_so(learning_store: Path, tmp_path: Path) -> None:
     run = subprocess.run(
         [
@@ -71,6 +72,7 @@ def test_asking_for_more_pages_than_there_are_says_so(learning_store: Path, tmp_
     assert not list(tmp_path.glob("batch_*.txt"))
 
 
+@pytest.mark.slow  # starts a process
 def test_a_missing_or_broken_store_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.sqlite"
     broken.write_text("not a database")

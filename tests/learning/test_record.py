@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from webgpt.browser.web import Web
 from webgpt.learning.demonstrations import load_demonstrations, replay
 from webgpt.service.store import FeedbackStore
@@ -25,6 +27,7 @@ def webgpt(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow  # starts a process
 async def test_browse_record_round_trips(
     learning_store: Path, learning_web: Web, tmp_path: Path
 ) -> None:
@@ -56,6 +59,7 @@ async def test_browse_record_round_trips(
     assert await replay(demo, learning_web.session()) == []
 
 
+@pytest.mark.slow  # starts a process
 def test_browse_record_without_commands_is_a_clear_error(
     learning_store: Path, tmp_path: Path
 ) -> None:
@@ -67,6 +71,7 @@ def test_browse_record_without_commands_is_a_clear_error(
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.slow  # starts a process
 async def test_feedback_demonstrations_export_for_bc(
     learning_store: Path, learning_web: Web, tmp_path: Path
 ) -> None:
@@ -126,6 +131,7 @@ async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web)
     assert await replay(demo, learning_web.session()) == []
 
 
+@pytest.mark.slow  # starts a process
 def test_demos_generate_keeps_a_teachers_right_episodes_in_question_order(
     learning_store: Path, tmp_path: Path
 ) -> None:
@@ -197,6 +203,7 @@ def test_an_episode_is_worth_learning_when_it_ends_as_its_kind_asks() -> None:
         assert worth_learning(question, result) is kept, (question.kind, answer)
 
 
+@pytest.mark.slow  # starts a process
 def test_demos_cli_rejects_bad_input_clearly(learning_store: Path, tmp_path: Path) -> None:
     bad_split = webgpt(
         "demos", "generate", "--scripted", "--out", str(tmp_path / "d.jsonl"),

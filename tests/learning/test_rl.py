@@ -534,6 +534,7 @@ def test_rl_stops_at_its_time_budget_and_keeps_the_checkpoint(
     assert load_manifest(result.checkpoint, verify=True).version == "rl-tiny"
 
 
+@pytest.mark.slow  # starts a process
 def test_the_command_refuses_rl_without_a_kl_penalty(tmp_path: Path) -> None:
     result = webgpt(
         "train", "rl", "--policy", str(tmp_path), "--reward-model", str(tmp_path),

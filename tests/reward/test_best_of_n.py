@@ -15,6 +15,7 @@ from tests.reward.fake_vllm import ClassifyScript, fake_vllm_classify_app
 from tests.servers import serve
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("placement", ["in-process", "reward-server"])
 def test_answer_n4_picks_the_answer_the_reward_model_prefers(
     reward_checkpoint: Path, offline_store: Path, placement: str
@@ -73,6 +74,7 @@ def test_answer_n4_picks_the_answer_the_reward_model_prefers(
     assert len(classify.requests) == (1 if placement == "reward-server" else 0)
 
 
+@pytest.mark.slow  # starts a process
 def test_bad_reward_checkpoints_are_clear_errors(offline_store: Path, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(tmp_path)}
     for folder in (tmp_path / "missing", offline_store.parent):
@@ -102,6 +104,7 @@ def test_bad_reward_checkpoints_are_clear_errors(offline_store: Path, tmp_path: 
         assert "manifest.json" in result.stderr and result.stderr.startswith("error: ")
 
 
+@pytest.mark.slow  # starts a process
 def test_a_reward_url_without_its_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
     result = subprocess.run(
         [

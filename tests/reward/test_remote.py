@@ -174,6 +174,7 @@ def test_blank_reward_settings_mean_the_default_and_none_means_none(
     assert ServiceSettings().reward_model is None
 
 
+@pytest.mark.slow  # starts a process
 def test_scoring_on_a_reward_server_needs_no_torch(reward_checkpoint: Path) -> None:
     """The slim service image has no torch: the remote path must not import it."""
     code = (

@@ -107,6 +107,7 @@ def test_ema_averages_weights() -> None:
     assert float(model.weight.detach()) == pytest.approx(1.75)
 
 
+@pytest.mark.slow  # trains
 def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
     backbone = build_tiny_backbone(tmp_path / "backbone")
     comparisons = tmp_path / "c.jsonl"
@@ -177,6 +178,7 @@ def rewards(model: RewardModel, tokenizer_folder: Path, texts: list[str]) -> lis
 TEXTS = [QUOTE + answer(150, "blue"), QUOTE + answer(150, "green"), QUOTE + answer(150, "red")]
 
 
+@pytest.mark.slow  # trains
 def test_lora_training_publishes_the_adapter_alone_which_merges_back(tmp_path: Path) -> None:
     backbone = published_backbone(tmp_path, "tiny-policy")
     checkpoint, adapter = train_with_adapter(tmp_path, backbone, "rm-lora")

@@ -1,7 +1,6 @@
 """The service answers under the answer rules its settings choose: relevant quotes
-(WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS), the question's own
-search (WEBGPT_QUESTION_SEARCH) and the opt-in finds on the page (WEBGPT_FINDS_ON_PAGE)
-reach the grammars the policy is sent."""
+(WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS) and the question's
+own search (WEBGPT_QUESTION_SEARCH) reach the grammars the policy is sent."""
 
 import re
 
@@ -101,16 +100,15 @@ def test_answer_rule_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The question's own search, relevant quotes 1 and quantity numbers by default, finds
-    on the page off; each one setting away (the grammars' own tests:
+    """The question's own search, relevant quotes 1 and quantity numbers by default; each
+    one setting away (the grammars' own tests:
     tests/agent/test_relevance.py, tests/agent/test_queries.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
     default = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, False, True)
-    monkeypatch.setenv("WEBGPT_FINDS_ON_PAGE", "true")
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, True)
     monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "0")
     monkeypatch.setenv("WEBGPT_QUANTITY_NUMBERS", "false")
     monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "false")
     config = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert rule_settings(config) == (None, False, True, False)
+    assert rule_settings(config) == (None, False, False)

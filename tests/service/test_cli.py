@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.slow  # starts a process
 def test_sigterm_ends_a_command_as_ctrl_c_does(offline_store: Path) -> None:
     """A killed command goes through its cleanup (as `webgpt eval` must, to stop the vLLM
     server it started for the run), not the default death by signal."""

@@ -21,6 +21,8 @@ from webgpt.service.serving import AnswerService
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
 
+pytestmark = pytest.mark.slow  # each test starts a PostgreSQL server
+
 QUESTION = {"question": "crow corvus"}
 
 

@@ -36,6 +36,7 @@ def export(db: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.slow  # starts a process
 async def test_a_recorded_demonstration_replays_exactly_and_exports_for_bc(
     service_url, offline_store: Path, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -142,6 +143,7 @@ def test_sessions_are_bounded_per_key_private_and_expire(service_url) -> None:  
         assert http.post("/sessions", json={"question": "rooks"}, headers=one).status_code == 200
 
 
+@pytest.mark.slow  # starts a process
 def test_queued_questions_keep_gold_answers_and_a_refusal_ends_without_answer(
     service_url, offline_store: Path, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -182,6 +184,7 @@ def test_queued_questions_keep_gold_answers_and_a_refusal_ends_without_answer(
     ]
 
 
+@pytest.mark.slow  # starts a process
 def test_a_graded_comparison_lands_as_a_soft_label(
     service_url, script: Script, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.agent.fake_policy import Script
 from tests.service.answers import record_two_candidates
@@ -14,6 +15,7 @@ from webgpt.reward.data import load_comparisons
 QUESTION = {"question": "crow corvus"}
 
 
+@pytest.mark.slow  # starts a process
 def test_comparison_survives_a_restart_and_exports(
     service_url, script: Script, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

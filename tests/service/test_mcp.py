@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import httpx2
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -171,6 +172,7 @@ async def test_http_transport_takes_the_api_keys_and_roles(service_url) -> None:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
 
 
+@pytest.mark.slow  # starts a process
 async def test_stdio_server_answers_with_citations(offline_store: Path, policy_url: str) -> None:
     env = {
         "PATH": "/usr/bin:/bin",

@@ -178,6 +178,7 @@ async def promote_under_load(
     return done, promoted
 
 
+@pytest.mark.slow  # a load test
 def test_a_promoted_version_is_swapped_in_under_load_without_a_failed_request(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
@@ -223,6 +224,7 @@ def test_a_restarted_policy_server_gets_the_serving_adapter_loaded_again(
     assert script.lora_loads == ["v1", "v1"]
 
 
+@pytest.mark.slow  # a load test
 def test_full_weights_switch_blue_green_to_their_own_server_under_load(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
@@ -269,6 +271,7 @@ def test_full_weights_switch_blue_green_to_their_own_server_under_load(
     assert counts == {"loaded": 3.0}
 
 
+@pytest.mark.slow  # a load test
 def test_rolling_back_or_promoting_again_while_a_version_drains_serves_it_again(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:
@@ -342,6 +345,7 @@ def test_rolling_back_or_promoting_again_while_a_version_drains_serves_it_again(
     assert counts == {"loaded": 6.0}
 
 
+@pytest.mark.slow  # a load test
 def test_refused_versions_leave_the_old_one_serving_and_rollback_returns(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:

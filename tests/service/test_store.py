@@ -159,6 +159,7 @@ def test_an_unreachable_database_is_a_clear_error_without_its_password() -> None
         FeedbackStore("mysql://x@127.0.0.1/feedback")
 
 
+@pytest.mark.slow  # starts a process
 def test_a_kill_9_during_a_burst_of_feedback_loses_nothing_acknowledged(
     database: str | Path, offline_store: Path, policy_url: str, tmp_path: Path
 ) -> None:
