@@ -84,11 +84,18 @@ def quote_choices(session: BrowserSession) -> list[str]:
 
 
 def _paragraphs(lines: list[str]) -> list[str]:
-    """Join wrapped lines back into paragraphs; headings and list items stand alone."""
+    """Join wrapped lines back into paragraphs; headings and list items stand alone, and so
+    does a line indented less than the one before it or a level (4 columns) more: a
+    definition's term and its description below it (browser.layout), where a wrapped
+    table row or code line goes on 2 columns in."""
     paragraphs: list[list[str]] = [[]]
+    indent = 0
     for line in lines:
         stripped = line.strip()
         starts_block = stripped.startswith(("#", "* ", "- ", "> "))
+        previous, indent = indent, len(line) - len(line.lstrip())
+        if stripped and paragraphs[-1] and not previous <= indent < previous + 4:
+            paragraphs.append([])
         if not stripped or starts_block:
             paragraphs.append([])
         if stripped:

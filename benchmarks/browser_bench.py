@@ -1,7 +1,9 @@
 """Browser benchmark: render time, main-text retention, fetch throughput with the shared
-page cache, and memory. Prints figures; docs/benchmarks.md records them.
+page cache, the offline web's build and its longest pages, and memory. Prints figures;
+docs/benchmarks.md records them.
 
-    .venv/bin/python benchmarks/browser_bench.py [--pages 200] [--docs DIR]
+    .venv/bin/python benchmarks/browser_bench.py [--pages 200] [--docs DIR] [--longest 50]
+        [--only render|fetch|offline-web]
 
 Render: every strategy runs in this process on the same Sphinx pages (a seeded sample of
 the Python 3.11 docs) so the figures compare like with like:
@@ -17,16 +19,28 @@ alone on the parsed pages.
 Fetch: a real HTTP server on 127.0.0.1 serves the same pages; 4 episodes open the same 50
 pages concurrently, once with one shared PageCache (as one request does) and once with a
 cache each.
+
+Offline web: `webgpt corpus build` into a temporary file (the Wikipedia summaries are
+downloaded once and cached; the Debian manuals installed here), timed, with the pages of
+each source and the file's size; then the `--longest` pages of that offline web by
+document size, each rendered in this process as the browser renders it: the time, and the
+text the policy can scroll through (characters and 100-column display lines; a window
+shows 20 lines).
 """
 
 import argparse
 import asyncio
+import heapq
 import random
 import re
 import resource
+import sqlite3
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -160,22 +174,76 @@ async def bench_fetch(files: list[Path], root: Path) -> None:
             workers.close()
 
 
+def bench_offline_web(longest: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "offline-web.sqlite"
+        command = [sys.executable, "-m", "webgpt.service.cli", "corpus", "build", "--out"]
+        start = time.perf_counter()
+        built = subprocess.run([*command, str(store)], capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - start
+        if built.returncode != 0:
+            raise SystemExit(f"corpus build failed:\n{built.stderr}")
+        print(f"offline web: `webgpt corpus build` in {elapsed:.1f} s, "
+              f"{store.stat().st_size / 2**20:.0f} MiB")  # fmt: skip
+        for line in built.stderr.splitlines():
+            if line.strip().endswith("pages done") or line.startswith("note:"):
+                print(f"  {line.strip()}")
+        db = sqlite3.connect(store)
+        rows = db.execute("SELECT url, source, content_type, body FROM pages")
+        pages = heapq.nlargest(
+            longest,
+            ((url, source, zlib.decompress(body)) for url, source, kind, body in rows
+             if kind == "text/html"),
+            key=lambda page: len(page[2]),
+        )  # fmt: skip
+        db.close()
+    times, chars, lines = [], [], []
+    for url, _, body in pages:
+        start = time.perf_counter()
+        page = render_html(body, url, "utf-8", RenderOptions())
+        times.append((time.perf_counter() - start) * 1000)
+        chars.append(sum(len(line) + 1 for line in page.lines))
+        lines.append(len(page.lines))
+    sources = Counter(source for _, source, _ in pages)
+    sizes = [len(body) / 1024 for _, _, body in pages]
+    print(f"the {len(pages)} longest pages ({min(sizes):.0f}-{max(sizes):.0f} KiB of HTML; "
+          + ", ".join(f"{source} {n}" for source, n in sources.most_common()) + ")")  # fmt: skip
+    print(f"  {'':24} {'p50':>8} {'p95':>8} {'max':>8}")
+    for name, values in (
+        ("render ms", times),
+        ("text characters", chars),
+        ("display lines", lines),
+    ):
+        print(
+            f"  {name:24} {percentile(values, 0.5):8.0f} {percentile(values, 0.95):8.0f}"
+            f" {max(values):8.0f}"
+        )
+    slowest = max(range(len(pages)), key=lambda i: times[i])
+    print(f"  slowest: {pages[slowest][0]} ({times[slowest]:.0f} ms, {lines[slowest]} lines)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--docs", type=Path, default=Path("/usr/share/doc/python3.11/html"))
     parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--longest", type=int, default=50)
+    parser.add_argument("--only", choices=["render", "fetch", "offline-web"], default=None)
     args = parser.parse_args()
     files = sorted(
         p for p in args.docs.rglob("*.html") if not any(part.startswith("_") for part in p.parts)
     )
     random.seed(0)
     sample = random.sample(files, min(args.pages, len(files)))
-    bench_render(sample)
-    bench_signatures(sample)
-    print("fetch through real HTTP on 127.0.0.1, render in 2 worker processes")
-    asyncio.run(bench_fetch(sample, args.docs))
+    if args.only in (None, "render"):
+        bench_render(sample)
+        bench_signatures(sample)
+    if args.only in (None, "fetch"):
+        print("fetch through real HTTP on 127.0.0.1, render in 2 worker processes")
+        asyncio.run(bench_fetch(sample, args.docs))
+    if args.only in (None, "offline-web"):
+        bench_offline_web(args.longest)
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"memory: peak RSS {self_mb:.0f} MiB (this process), {child_mb:.0f} MiB (largest worker)")

@@ -5,14 +5,19 @@ import argparse
 import asyncio
 import dataclasses
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from webgpt.browser.corpus import (
+    MANUALS,
+    PYTHON_DOCS,
     PYTHON_DOCS_DIR,
-    PYTHON_DOCS_URL,
+    CorpusPage,
     build_corpus,
     download_wiki_summaries,
     folder_pages,
+    installed,
+    manual_pages,
     wikipedia_pages,
 )
 from webgpt.browser.errors import BrowserError
@@ -48,6 +53,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     build.add_argument("--no-wikipedia", action="store_true")
     build.add_argument("--no-python-docs", action="store_true")
     build.add_argument("--python-docs", type=Path, default=PYTHON_DOCS_DIR)
+    others = ", ".join(f"{m.name} ({m.package})" for m in MANUALS if m.name != PYTHON_DOCS)
+    build.add_argument(
+        "--no-manuals",
+        action="store_true",
+        help=f"leave out the other Debian manuals, which are added when installed: {others}",
+    )
     build.add_argument(
         "--wiki-json",
         type=Path,
@@ -159,18 +170,23 @@ def _render_server(args: argparse.Namespace) -> int:
 def _corpus_build(args: argparse.Namespace) -> int:
     if len(args.add) != len(args.base_url):
         raise SystemExit("error: give one --base-url for each --add folder")
-    sources = []
+    sources: list[tuple[str, Iterable[CorpusPage]]] = []
     if not args.no_wikipedia:
         wiki_json = args.wiki_json or download_wiki_summaries()
         sources.append(("wikipedia", wikipedia_pages(wiki_json)))
+    python = next(manual for manual in MANUALS if manual.name == PYTHON_DOCS)
     if not args.no_python_docs:
-        if not args.python_docs.is_dir():
+        if not args.python_docs.is_dir():  # the embedded default's manual: not optional
             raise SystemExit(
-                f"error: no Python docs at {args.python_docs} (apt-get install python3.11-doc)"
+                f"error: no Python docs at {args.python_docs} (apt-get install {python.package})"
             )
-        sources.append(
-            ("python-docs", folder_pages(args.python_docs, PYTHON_DOCS_URL, "python-docs"))
-        )
+        python = dataclasses.replace(python, folder=args.python_docs)
+        sources.append((python.name, manual_pages(python)))
+    if not args.no_manuals:
+        manuals, note = installed(m for m in MANUALS if m.name != PYTHON_DOCS)
+        if note is not None:
+            print(note, file=sys.stderr)
+        sources.extend((manual.name, manual_pages(manual)) for manual in manuals)
     for folder, base_url in zip(args.add, args.base_url, strict=True):
         sources.append((str(folder), folder_pages(folder, base_url, str(folder))))
     out = args.out or default_store_path()

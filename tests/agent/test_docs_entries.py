@@ -107,7 +107,8 @@ async def test_a_find_of_a_named_callable_lands_on_its_entry_and_is_not_repeated
     for elsewhere in ("acquire(", "cond.acquire(", "Acquire the underlying"):
         assert not re.fullmatch(grammar, f"Find in page: {elsewhere}")
     found = await session.step("Find in page: asyncio.Condition.acquire(")
-    assert session.window_text()[0] == "coroutine asyncio.Condition.acquire()", found
+    signature = "    coroutine asyncio.Condition.acquire()"  # indented under its class
+    assert session.window_text()[0] == signature, found
     # its signature tops the view: another Find would wrap to the next match, so none is
     # offered, and the one relevant sentence is the entry's description
     grammar = browsing_regex(session, relevant_quotes=1)

@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.browser.fixture_site import HitCounter
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.offline import OfflineWeb
@@ -26,6 +28,7 @@ def webgpt(
     )
 
 
+@pytest.mark.slow  # starts a process
 def test_fetch_prints_the_page_as_the_model_sees_it(site: str) -> None:
     result = webgpt(
         "fetch", f"{site}/pages/links.html", "--allow", urlsplit(site).netloc, "--js", "never"
@@ -36,6 +39,7 @@ def test_fetch_prints_the_page_as_the_model_sees_it(site: str) -> None:
     assert "【1†Outside My Window†www.birdsoutsidemywindow.org】" in result.stdout
 
 
+@pytest.mark.slow  # starts a process
 def test_fetch_refuses_private_addresses_with_a_one_line_reason(
     site: str, internal: tuple[str, HitCounter]
 ) -> None:
@@ -54,6 +58,7 @@ def test_fetch_refuses_private_addresses_with_a_one_line_reason(
     assert counter.hits == 0
 
 
+@pytest.mark.slow  # starts a process
 def test_bad_arguments_are_usage_errors() -> None:
     assert webgpt("fetch").returncode == 2
     assert webgpt("browse", "--question", "q", "--engine", "altavista").returncode == 2
@@ -61,12 +66,14 @@ def test_bad_arguments_are_usage_errors() -> None:
     assert bad_allow.returncode == 2 and "not HOST[:PORT]" in bad_allow.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_browse_without_an_offline_web_says_how_to_build_it(tmp_path: Path) -> None:
     result = webgpt("browse", "--question", "q", home=tmp_path)
     assert result.returncode == 1
     assert "webgpt corpus build" in result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_browse_reads_commands_and_prints_the_answer_prompt(tmp_path: Path) -> None:
     summaries = tmp_path / "s.json"
     summaries.write_text(
@@ -87,14 +94,17 @@ def test_browse_reads_commands_and_prints_the_answer_prompt(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.slow  # starts a process
 def test_corpus_build_adds_folders_at_their_base_url(tmp_path: Path) -> None:
     pages = Path(__file__).parent.parent / "data" / "pages"
+    count = len([p for p in pages.iterdir() if p.suffix in (".html", ".txt")])
     out = tmp_path / "web.sqlite"
     built = webgpt(
         "corpus",
         "build",
         "--no-wikipedia",
         "--no-python-docs",
+        "--no-manuals",
         "--out",
         str(out),
         "--add",
@@ -103,7 +113,7 @@ def test_corpus_build_adds_folders_at_their_base_url(tmp_path: Path) -> None:
         "https://fixtures.example/site",
     )
     assert built.returncode == 0, built.stderr
-    assert f"offline web: 6 pages in {out}" in built.stderr
+    assert f"offline web: {count} pages in {out}" in built.stderr
     found = webgpt("corpus", "search", "secret ingredient patience", "--store", str(out))
     assert (
         "A long article about bread\n  https://fixtures.example/site/article.html" in found.stdout
@@ -114,14 +124,16 @@ def test_corpus_build_adds_folders_at_their_base_url(tmp_path: Path) -> None:
     assert mismatched.returncode != 0 and "--base-url" in mismatched.stderr
     missing = str(tmp_path / "nope")
     not_a_folder = webgpt(
-        *("corpus", "build", "--no-wikipedia", "--no-python-docs", "--out", str(out)),
+        *("corpus", "build", "--no-wikipedia", "--no-python-docs", "--no-manuals"),
+        *("--out", str(out)),
         *("--add", missing, "--base-url", "https://x.example/"),
     )
     assert not_a_folder.returncode == 1 and "is not a folder" in not_a_folder.stderr
-    assert OfflineWeb(out).page_count() == 6  # the failed build left the previous file intact
+    assert OfflineWeb(out).page_count() == count  # the failed build left the file intact
     assert list(tmp_path.glob("*.partial")) == []
 
 
+@pytest.mark.slow  # starts a process
 def test_blocked_domains_come_from_the_environment(site: str) -> None:
     env_blocked = subprocess.run(
         [

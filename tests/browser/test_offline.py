@@ -1,5 +1,7 @@
 """The offline web: building, searching and browsing it, as the embedded default does."""
 
+import dataclasses
+import gzip
 import json
 import sqlite3
 import subprocess
@@ -10,9 +12,15 @@ from pathlib import Path
 import pytest
 
 from webgpt.browser.corpus import (
+    MANUALS,
+    SECTION_WORDS,
     CorpusPage,
+    Manual,
     build_corpus,
     folder_pages,
+    installed,
+    manual_pages,
+    sections,
     wiki_url,
     wikipedia_pages,
 )
@@ -21,6 +29,8 @@ from webgpt.browser.offline import OfflineWeb, fts_query, named_by
 from webgpt.browser.web import Web, WebOptions
 
 PAGES = Path(__file__).parent.parent / "data" / "pages"
+# The golden pages and their transcripts (.golden.txt) are the fixture folder's pages.
+FIXTURE_PAGES = len([p for p in PAGES.iterdir() if p.suffix in (".html", ".txt")])
 SUMMARIES = {
     "Crow": {
         "title": "Crow",
@@ -58,8 +68,8 @@ def store(tmp_path: Path) -> Path:
         ],
         lambda *event: progress.append(event),
     )
-    assert total == 3 + 6  # three articles; three HTML pages and their .txt goldens
-    assert ("wikipedia", 3, 1) in progress and ("fixtures", 6, 1) in progress
+    assert total == 3 + FIXTURE_PAGES
+    assert ("wikipedia", 3, 1) in progress and ("fixtures", FIXTURE_PAGES, 1) in progress
     return out
 
 
@@ -156,6 +166,124 @@ def test_named_by_prefers_the_longest_module_a_qualified_name_starts_with() -> N
     assert named_by("  biology ", "Biology", writes_the_call) == len("Biology")
 
 
+def test_a_long_page_ranks_by_its_best_section(tmp_path: Path) -> None:
+    """bm25 weighs a match by the length of the text it is in: indexed whole, a long
+    manual page whose one section names the query's rare word ranks under short pages that
+    only say its common word in their titles; indexed by sections, it comes first."""
+    docs = "https://docs.example/"
+    sections_text = "\n".join(
+        f"PQfunction{n} returns a part of a result; "
+        + " ".join(f"it reads field {q} of row {n} from the answer." for q in range(12))
+        for n in range(60)
+    )
+    long = _page(
+        f"{docs}libpq-exec.html",
+        "Command Execution Functions",
+        sections_text + "\nPQftablecol returns the column number of a result column.",
+    )
+    short = [
+        _page(f"{docs}app-{n}.html", f"PostgreSQL Client Application {n}",
+              f"app{n} is a PostgreSQL client application for a PostgreSQL server.")
+        for n in range(30)
+    ]  # fmt: skip
+    others = [  # the rest of the web, a fifth of it about PostgreSQL
+        _page(wiki_url(f"Bird {n}"), f"Bird {n}", ("PostgreSQL " if n % 5 == 0 else "")
+              + " ".join(f"Bird {n} is of genus {g}; it eats seeds and sings." for g in range(18)))
+        for n in range(1000)
+    ]  # fmt: skip
+    query = "postgresql PQftablecol"
+    firsts = []
+    for words in (10**9, SECTION_WORDS):  # whole pages, then sections
+        store = tmp_path / f"web-{words}.sqlite"
+        build_corpus(store, [("test", [long, *short, *others])], section_words=words)
+        results = OfflineWeb(store).search_sync(query, 3)
+        firsts.append(results[0].url)
+    assert firsts == [f"{docs}app-0.html", f"{docs}libpq-exec.html"]
+    assert "PQftablecol returns the column number" in results[0].snippet  # its section's
+
+
+def test_sections_pack_lines_up_to_a_number_of_words() -> None:
+    text = "one two\nthree four five\nsix\n" + " ".join(["w"] * 7)
+    assert sections(text, 4) == ["one two", "three four five six", "w w w w", "w w w"]
+    assert sections("", 4) == [""]
+
+
+def _html(title: str, body: str, head: str = "") -> str:
+    return f"<html><head><title>{title}</title>{head}</head><body>{body}</body></html>"
+
+
+def test_a_manual_is_served_at_its_sites_urls(tmp_path: Path) -> None:
+    """git-scm.com serves git-log.html at /docs/git-log and technical/api-trace2.html at
+    /docs/api-trace2: the stored pages carry those URLs, and their links point at them."""
+    git = dataclasses.replace(
+        next(m for m in MANUALS if m.name == "git-docs"), folder=tmp_path / "git-doc"
+    )
+    (git.folder / "technical").mkdir(parents=True)
+    (git.folder / "howto").mkdir()
+    links = '<a href="git-log.html#_options">git-log(1)</a> <a href="#_name">NAME</a>'
+    links += ' <a href="technical/api-trace2.html">trace2</a>'
+    (git.folder / "git-rebase.html").write_text(_html("git-rebase(1)", f"<p>See {links}.</p>"))
+    (git.folder / "git-log.html").write_text(_html("git-log(1)", "<p>Show commit logs.</p>"))
+    (git.folder / "git-log.txt").write_text("git-log(1)\n==========\n")  # the page's source
+    (git.folder / "git-big.html.gz").write_bytes(
+        gzip.compress(_html("git-big(1)", "<p>Big.</p>").encode())
+    )
+    (git.folder / "technical" / "api-trace2.html").write_text(
+        _html("Trace2 API", '<p>Back to <a href="../git.html">git</a>.</p>')
+    )
+    # Not manual pages: a page git-scm.com does not publish, a second name for a page, a
+    # redirect and an empty page.
+    (git.folder / "howto" / "maintain-git.html").write_text(_html("Maintain", "<p>Hi.</p>"))
+    (git.folder / "index.html").symlink_to("git-log.html")
+    refresh = '<meta http-equiv="Refresh" content="0; url=git-log.html">'
+    (git.folder / "moved.html").write_text(_html("Moved", "<p>Moved.</p>", refresh))
+    (git.folder / "empty.html").write_text(_html("Empty", ""))
+
+    pages = {page.url: page for page in manual_pages(git)}
+    base = "https://git-scm.com/docs/"
+    assert sorted(pages) == [f"{base}{name}" for name in ("api-trace2", "git-big", "git-log",
+                                                          "git-rebase")]  # fmt: skip
+    rebase = pages[f"{base}git-rebase"]
+    assert rebase.title == "git-rebase(1)" and rebase.source == "git-docs"
+    html = rebase.body.decode()
+    assert f'href="{base}git-log#_options"' in html and f'href="{base}api-trace2"' in html
+    assert 'href="#_name"' in html
+    assert f'href="{base}git"' in pages[f"{base}api-trace2"].body.decode()
+
+
+def test_a_manual_served_in_folders_links_to_its_pages_and_other_manuals(tmp_path: Path) -> None:
+    django = dataclasses.replace(
+        next(m for m in MANUALS if m.name == "django-docs"), folder=tmp_path / "django"
+    )
+    (django.folder / "topics" / "db").mkdir(parents=True)
+    links = '<a href="../../ref/models/fields.html#django.db.models.Field.null">null</a>'
+    links += ' <a href="/usr/share/doc/python3-doc/html/glossary.html#term-sequence">seq</a>'
+    (django.folder / "topics" / "db" / "models.html").write_text(
+        _html("Models", f"<p>Fields: {links}.</p>")
+    )
+    (django.folder / "topics" / "index.html").write_text(_html("Topics", "<p>Guides.</p>"))
+    (django.folder / "index.html").write_text(_html("Django documentation", "<p>Start.</p>"))
+    (django.folder / "search.html").write_text(_html("Search", "<p>Needs JavaScript.</p>"))
+
+    pages = {page.url: page for page in manual_pages(django)}
+    base = "https://docs.djangoproject.com/en/3.2/"
+    assert sorted(pages) == [base, f"{base}topics/", f"{base}topics/db/models/"]
+    html = pages[f"{base}topics/db/models/"].body.decode()
+    assert f'href="{base}ref/models/fields/#django.db.models.Field.null"' in html
+    assert 'href="https://docs.python.org/3.11/glossary.html#term-sequence"' in html
+
+
+def test_a_missing_manual_is_named_with_the_package_that_installs_it(tmp_path: Path) -> None:
+    here = Manual("here-docs", tmp_path, "https://here.example/", "here-doc")
+    gone = Manual("gone-docs", tmp_path / "gone", "https://gone.example/", "gone-doc")
+    away = Manual("away-docs", tmp_path / "away", "https://away.example/", "away-doc")
+    assert installed([here]) == ([here], None)
+    assert installed([gone, here, away]) == (
+        [here],
+        "note: building without gone-docs, away-docs (apt-get install gone-doc away-doc)",
+    )
+
+
 async def test_folder_pages_keep_their_urls_and_relative_links(web: Web) -> None:
     session = web.session()
     session.reset("q")
@@ -191,6 +319,24 @@ def test_build_replaces_the_store_atomically(tmp_path: Path, store: Path) -> Non
     with pytest.raises(RuntimeError):
         build_corpus(store, [("x", failing_pages())])
     assert OfflineWeb(store).page_count() == before  # the old file is intact
+
+
+@pytest.mark.slow
+def test_the_debian_manuals_are_served_at_their_urls_and_found(tmp_path: Path) -> None:
+    """The manuals scripts/install.sh installs, built as `webgpt corpus build` builds them."""
+    store = tmp_path / "manuals.sqlite"
+    build_corpus(store, [(manual.name, manual_pages(manual)) for manual in MANUALS])
+    web = OfflineWeb(store)
+    sources = {page.source for page in web.pages()}
+    assert sources == {manual.name for manual in MANUALS}
+    expected = {
+        "postgresql work_mem default": "https://www.postgresql.org/docs/15/runtime-config-resource.html",
+        "git rebase --onto": "https://git-scm.com/docs/git-rebase",
+        "sqlite PRAGMA journal_mode WAL": "https://www.sqlite.org/pragma.html",
+        "django model field null blank": "https://docs.djangoproject.com/en/3.2/ref/models/fields/",
+    }
+    for query, url in expected.items():
+        assert url in [result.url for result in web.search_sync(query, 3)], query
 
 
 @pytest.mark.slow
