@@ -10,8 +10,9 @@ summary numbered by sentence, for a writer to ask about sentences 2 and later. P
 people-written set (data/questions/people.jsonl) are never drawn; with --unused, no page
 whose URL any file of the repository names (the question sets, the generated evaluation
 subsets, demonstrations, tests) is drawn either: the sealed test set's pages. --source
-python-docs draws Python docs pages of the split instead, listed by url and title (a writer
-reads them with scripts/show_page.py). Batch k always holds the same pages, so --first
+MANUAL (python-docs, postgresql-docs, git-docs, sqlite-docs, django-docs) draws a manual's
+pages of the split instead, listed by url and title (a writer reads them with
+scripts/show_page.py). Batch k always holds the same pages, so --first
 continues a drawing without repeating a page.
 """
 
@@ -22,6 +23,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from webgpt.browser.corpus import MANUALS
 from webgpt.browser.errors import CorpusError
 from webgpt.browser.offline import OfflineWeb, default_store_path
 from webgpt.evals.questions import split_of
@@ -58,7 +60,8 @@ def main() -> None:
     parser.add_argument("--pages-each", type=int, default=170)
     parser.add_argument("--store", type=Path, default=None, help="offline web file")
     parser.add_argument("--split", choices=["train", "dev", "test"], default="train")
-    parser.add_argument("--source", choices=["wikipedia", "python-docs"], default="wikipedia")
+    sources = ["wikipedia", *(manual.name for manual in MANUALS)]
+    parser.add_argument("--source", choices=sources, default="wikipedia")
     parser.add_argument(
         "--unused", action="store_true", help="no page whose URL a file of the repository names"
     )
