@@ -12,8 +12,10 @@ install:
 lock:
 	bash scripts/lock.sh
 
+# Builds the offline web where there is none or where it is of an older format (a search
+# of it fails and says so).
 corpus: install
-	@[ -f "$${WEBGPT_HOME:-$$HOME/.cache/webgpt}/offline-web.sqlite" ] || $(VENV)/webgpt corpus build
+	@$(VENV)/webgpt corpus search index --count 1 >/dev/null 2>&1 || $(VENV)/webgpt corpus build
 
 # The main job on the embedded default (scripts/demo.sh): browse the offline web with a
 # scripted demonstration, answer with the default policy (SmolLM2-135M on the local vLLM

@@ -10,11 +10,11 @@ from tests.browser.fixture_site import HitCounter, fixture_app
 from tests.servers import serve
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.corpus import (
-    PYTHON_DOCS_DIR,
-    PYTHON_DOCS_URL,
+    MANUALS,
     build_corpus,
     download_wiki_summaries,
-    folder_pages,
+    installed,
+    manual_pages,
     wikipedia_pages,
 )
 from webgpt.browser.web import Web, WebOptions
@@ -159,14 +159,16 @@ def reward_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def embedded_web_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The offline web `make demo` browses: the registry's Wikipedia summaries and the
-    Debian Python docs, as `webgpt corpus build` makes it."""
+    """The offline web `make demo` browses, as `webgpt corpus build` makes it: the
+    registry's Wikipedia summaries and every manual installed (scripts/install.sh installs
+    them all)."""
     store = tmp_path_factory.mktemp("embedded-web") / "web.sqlite"
+    manuals, _ = installed(MANUALS)
     build_corpus(
         store,
         [
             ("wikipedia", wikipedia_pages(download_wiki_summaries())),
-            ("python-docs", folder_pages(PYTHON_DOCS_DIR, PYTHON_DOCS_URL, "python-docs")),
+            *((manual.name, manual_pages(manual)) for manual in manuals),
         ],
     )
     return store
