@@ -27,6 +27,8 @@ Split = Literal["train", "dev", "test"]
 PEOPLE_QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "questions" / "people.jsonl"
 # The sealed test set: evaluated once per released default (evals.ledger), never to choose.
 SEALED_QUESTIONS = PEOPLE_QUESTIONS.with_name("sealed-test.jsonl")
+# The people-written dev questions over the software manuals of the offline web.
+MANUAL_QUESTIONS = PEOPLE_QUESTIONS.with_name("manuals.jsonl")
 SPLIT_PERCENT = {"train": 80, "dev": 10, "test": 10}
 # A link marker of a rendered page (browser.render): 【id†text†domain】 or 【id†text】.
 _LINK = re.compile(r"【\d+†([^†】]*)(?:†[^】]*)?】")
