@@ -108,8 +108,8 @@ class EpisodeConfig:
     # function) that no collected quote shows.
     grounded_declines: bool = True
     # The question's own search, relevant quotes and stated numbers (docs/questions.md), on
-    # by default since they passed their rule on v14
-    # (docs/eval/promotion-rules-question-search.md, S1): the episode's first Search is the
+    # by default since they passed their promotion rule on the default policy
+    # (docs/eval/promotion-rules-question-search.md): the episode's first Search is the
     # question's own words (agent.queries.question_query); a Quote for a question that
     # does not ask for an explanation may take only this many of the sentences in view,
     # those that bear most on the question (agent.relevance; None: any of them; an

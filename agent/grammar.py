@@ -43,8 +43,8 @@ MAX_CITATIONS = 8
 # An explanation's first citation is one of its first quotes (agent.answer_rules): each
 # one the grammar allows there copies the rest of the answer's grammar.
 LEAD_QUOTES = 3
-# After the last citation, its full stop. Unbounded, a looping policy wrote on there to the
-# token limit ("json.dumps\")) [1].to_json() [1]… (json.dumps) — dumps JSON", v10, v11).
+# After the last citation, its full stop. Unbounded, a looping policy writes on there to
+# the token limit ("json.dumps\")) [1].to_json() [1]… (json.dumps) — dumps JSON").
 MAX_TAIL_CHARS = 3
 # Characters that write a number: ASCII digits, and the look-alikes a policy kept from
 # stating a number reached for instead ("¼ million traffic lights", "released in ² ²"):
