@@ -32,8 +32,8 @@ test: install
 	bash scripts/validate-deploy.sh
 	$(VENV)/pytest
 
-# The tests that start no heavy process and train nothing, on every core: about 2.5 minutes
-# on 2 cores (docs/benchmarks.md). `make test` runs them all, one at a time.
+# The tests that start no heavy process and train nothing, on every core: about 2 minutes
+# on 2 cores (README.md). `make test` runs them all, one at a time.
 test-fast:
 	$(VENV)/pytest -m "not slow" -n auto
 
