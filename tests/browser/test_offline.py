@@ -307,6 +307,19 @@ def test_missing_or_broken_store_is_a_clear_error(tmp_path: Path) -> None:
     sqlite3.connect(other).execute("CREATE TABLE x (y)").connection.close()
     with pytest.raises(CorpusError):
         OfflineWeb(other)
+    # a file of the older format, whose search indexed whole pages: refused, not misread
+    older = tmp_path / "older.sqlite"
+    db = sqlite3.connect(older)
+    db.executescript(
+        "CREATE TABLE pages (id INTEGER PRIMARY KEY, url TEXT, title TEXT, content_type TEXT,"
+        " source TEXT, body BLOB);"
+        "CREATE VIRTUAL TABLE pages_fts USING fts5(title, text);"
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    )
+    db.close()
+    with pytest.raises(CorpusError, match="not their sections; rebuild it"):
+        OfflineWeb(older)
+    assert older.stat().st_size > 0  # left as it was
 
 
 def test_build_replaces_the_store_atomically(tmp_path: Path, store: Path) -> None:
