@@ -7,44 +7,19 @@ the n answers are scored together and the best is returned with every candidate.
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from pydantic import BaseModel
 
 from webgpt.agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import AgentError, ConfigurationError, PolicyError
 from webgpt.agent.policy import Policy, Usage
+from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import CandidateEvent, EpisodeErrorEvent, Reference
 from webgpt.browser.loader import PageCache
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
-
-
-@dataclass(frozen=True)
-class ScoredAnswer:
-    """What a scorer sees: exactly what the policy produced."""
-
-    question: str
-    answer_prompt: str  # the answer-phase prompt (question and numbered quotes)
-    answer: str
-
-
-class Scorer(Protocol):
-    """Scores answers; higher is better. The reward model implements it (reward/)."""
-
-    @property
-    def name(self) -> str:
-        """The reward model version answers report."""
-        ...
-
-    async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]: ...
-
-    async def aclose(self) -> None:
-        """Release connections; the scorer is not used afterwards."""
-        ...
 
 
 class Candidate(BaseModel):

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from webgpt.agent.answer import Agent, AnswerResult, Scorer
+from webgpt.agent.answer import Agent, AnswerResult
 from webgpt.agent.episode import EpisodeConfig, answer_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
@@ -23,6 +23,7 @@ from webgpt.agent.model import (
 )
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.registry import PolicyRegistry, describe, is_adapter
+from webgpt.agent.scoring import Scorer
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import ENGINES, Web, WebOptions
 from webgpt.infra.vllm_server import (
@@ -85,6 +86,22 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         "else answer with citations; default: the sampled answer decides "
         '(docs/questions.md, "A decline threshold")',
     )
+    parser.add_argument(
+        "--decline-judge",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="a reward checkpoint that scores the drafted answer and the decline from the "
+        "same quotes; the decline is served where it scores higher by more than "
+        '--judge-margin (docs/agent.md, "The decline judgment")',
+    )
+    parser.add_argument(
+        "--judge-margin",
+        type=float,
+        default=0.0,
+        metavar="M",
+        help="with --decline-judge: how far the decline's score must pass the answer's",
+    )
 
 
 def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,7 +113,14 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "relevant_quotes": args.relevant_quotes or None,
         "quantity_numbers": args.quantity_numbers,
         "question_search": args.question_search,
+        "judge_margin": args.judge_margin,
     }
+
+
+def open_decline_judge(args: argparse.Namespace) -> Scorer | None:
+    """The reward checkpoint --decline-judge names, loaded in this process; the caller
+    closes it."""
+    return _load_scorer(args.decline_judge, None)
 
 
 def _quote_count(text: str) -> int:
@@ -274,8 +298,9 @@ def _answer(args: argparse.Namespace) -> int:
         args.reward_model, print_progress, default_when_none=args.n > 1
     )
     scorer = _load_scorer(args.reward_model, args.reward_url)  # fails before vLLM starts
+    judge = open_decline_judge(args)
     url, model = (args.policy_url, args.policy_model) if args.policy_url else _local_policy_url()
-    result = asyncio.run(_answer_async(args, url, model, scorer))
+    result = asyncio.run(_answer_async(args, url, model, scorer, judge))
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -292,7 +317,7 @@ def _load_scorer(folder: Path | None, url: str | None) -> Scorer | None:
 
 
 async def _answer_async(
-    args: argparse.Namespace, url: str, model: str, scorer: Scorer | None
+    args: argparse.Namespace, url: str, model: str, scorer: Scorer | None, judge: Scorer | None
 ) -> AnswerResult:
     options = WebOptions.from_env(engine=args.engine, js_mode=args.js)
     web = Web(options)
@@ -305,6 +330,7 @@ async def _answer_async(
             temperature=answer_temperature(args.n, args.temperature),
             guided=not args.no_guided,
             allow_refusal=args.allow_refusal,
+            decline_judge=judge,
             **answer_rules(args),
         ),
         session=SessionConfig(max_actions=args.max_actions),
@@ -314,8 +340,9 @@ async def _answer_async(
     finally:
         await policy.aclose()
         await web.aclose()
-        if scorer is not None:
-            await scorer.aclose()
+        for model_in_process in (scorer, judge):
+            if model_in_process is not None:
+                await model_in_process.aclose()
 
 
 def format_answer(result: AnswerResult) -> str:

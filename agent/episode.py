@@ -38,6 +38,7 @@ from webgpt.agent.grammar import (
 )
 from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
+from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import (
     ActionEvent,
     AnswerDeltaEvent,
@@ -60,6 +61,7 @@ AnswerBranch = Literal["either", "cited", "decline"]
 SHAPING_PARTS = {
     "grounded_decline": "declined: the question names what no quote shows",
     "decline_threshold": "the policy's own probability of a decline chose the branch",
+    "judged_decline": "declined: the decline judgment scored the decline above the answer",
     "decline_wording": "a decline's sentence written by rule from the question",
     "bounded_retry": "written again, its first citation within reach (cut at the limit)",
     "by_quote": "written again a sentence a quote (it restated the question)",
@@ -107,6 +109,11 @@ class EpisodeConfig:
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
+    # The decline judgment: a reward model (reward/; trained on `webgpt comparisons
+    # declines`) scores the answer and the decline from the same quotes, and the decline is
+    # served where its score passes the answer's by more than judge_margin. None: off.
+    decline_judge: Scorer | None = field(default=None, compare=False)
+    judge_margin: float = 0.0
     # The question's own search, relevant quotes and stated numbers (docs/questions.md), on
     # by default since they passed their promotion rule on the default policy
     # (docs/eval/promotion-rules-question-search.md): the episode's first Search is the
@@ -175,8 +182,11 @@ class EpisodeResult:
     quotes: list[Reference] = field(default_factory=list)
     # With a decline threshold: the policy's probability of opening with a decline
     decline_probability: float | None = None
-    # What the question names that no quote shows: why a grounded decline was written
+    # What the question names that no quote shows (guided): why a grounded decline was
+    # written, or with grounded_declines off, what would have declined
     unshown: list[str] = field(default_factory=list)
+    # With a decline judgment: (the answer's score, the decline's), when it judged one
+    judgment: tuple[float, float] | None = None
     # The parts other than the policy's sampling that changed the answer, in order
     # (SHAPING_PARTS); empty: the answer is the policy's first draft as written.
     shaped_by: list[str] = field(default_factory=list)
@@ -329,7 +339,9 @@ async def write_answer(
     quotes (none without quotes); citations of no quote are removed, a decline cites none
     and its sentence is written by rule from the question (agent.declines.decline_answer).
     A question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
-    else, with a decline threshold, the policy's probability of a decline chooses which.
+    else, with a decline threshold, the policy's probability of a decline chooses which;
+    with a decline judgment, the policy drafts a cited answer and the judgment serves the
+    decline where it scores the decline above it (EpisodeConfig.decline_judge).
     Under guided decoding an answer is written again where it restates the question or says
     a sentence twice, and completed where it stops short of its quote's sentence; a
     degenerate answer (agent.degenerate) is written once more a sentence a quote, and
@@ -363,6 +375,8 @@ async def write_answer(
             answer, result.dangling_citations = decline_answer(session.question), []
             await shaped("degenerate_decline", why)
             await draft(answer)
+    if config.decline_judge is not None and not is_declined(answer):
+        answer = await _judged(result, session.question, prompt, answer, config, shaped, draft)
     if is_declined(answer) and answer != decline_answer(session.question):
         answer = decline_answer(session.question)
         await shaped("decline_wording")
@@ -377,6 +391,32 @@ Shaped = Callable[[str, str], Awaitable[None]]
 Draft = Callable[[str], Awaitable[None]]
 
 
+async def _judged(
+    result: EpisodeResult,
+    question: str,
+    prompt: str,
+    answer: str,
+    config: EpisodeConfig,
+    shaped: Shaped,
+    draft: Draft,
+) -> str:
+    """The answer, or the decline where the decline judgment scores it higher by more than
+    the margin: whether the quotes hold an answer is judged from them, not from the
+    question's words."""
+    assert config.decline_judge is not None
+    declined = decline_answer(question)
+    answer_score, decline_score = await config.decline_judge.score(
+        [ScoredAnswer(question, prompt, answer), ScoredAnswer(question, prompt, declined)]
+    )
+    result.judgment = (answer_score, decline_score)
+    if decline_score - answer_score <= config.judge_margin:
+        return answer
+    await shaped("judged_decline", f"answer {answer_score:.2f}, decline {decline_score:.2f}")
+    await draft(declined)
+    result.dangling_citations = []
+    return declined
+
+
 async def _drafted_answer(
     result: EpisodeResult,
     session: BrowserSession,
@@ -389,14 +429,16 @@ async def _drafted_answer(
 ) -> str:
     """The answer as the policy drafts it from the answer prompt and the answer rules of
     guided decoding rewrite it (write_answer), before the degenerate check."""
-    branch: AnswerBranch = "either"
-    if config.guided and config.grounded_declines:
+    # Under a decline judgment the policy drafts a cited answer and the judgment, reading it
+    # beside the decline, decides: a decline is never the policy's token-by-token choice.
+    branch: AnswerBranch = "either" if config.decline_judge is None else "cited"
+    if config.guided:  # recorded with the rule off too: what it would have declined
         pages = [
             f"{page.title}\n{page.url.replace('_', ' ')}\n{page.text_index.text}"
             for page in session.quoted_pages.values()
         ]
         result.unshown = unshown_names(session.question, session.quotes, pages)
-    if result.unshown:
+    if result.unshown and config.grounded_declines:
         await shaped("grounded_decline", ", ".join(result.unshown))
         branch = "decline"
     elif config.decline_threshold is not None:

@@ -16,9 +16,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from webgpt.agent.answer import ScoredAnswer, Scorer
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.policy import Policy
+from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
 from webgpt.evals.evaluate import sample_episodes

@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webgpt.agent.cli import REGISTRY_HELP, add_answer_rules, answer_rules, registry_of
+from webgpt.agent.cli import (
+    REGISTRY_HELP,
+    add_answer_rules,
+    answer_rules,
+    open_decline_judge,
+    registry_of,
+)
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
 from webgpt.agent.model import DEFAULT_REWARD, reward_model_folder
@@ -28,6 +34,7 @@ from webgpt.evals.questions import (
 from webgpt.infra.vllm_server import print_progress
 
 if TYPE_CHECKING:
+    from webgpt.agent.scoring import Scorer
     from webgpt.evals.best_of_n import BestOfSamples
     from webgpt.evals.evaluate import PolicyReport
 
@@ -293,13 +300,16 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _episode_settings(args: argparse.Namespace) -> "tuple[EpisodeConfig, SessionConfig]":
+def _episode_settings(
+    args: argparse.Namespace, judge: "Scorer | None" = None
+) -> "tuple[EpisodeConfig, SessionConfig]":
     """The episode and session options of `webgpt eval`, with or without --best-of."""
     from webgpt.agent.episode import EpisodeConfig
 
     episode = EpisodeConfig(
         temperature=args.temperature,
         guided=not args.no_guided,
+        decline_judge=judge,
         **answer_rules(args),
     )
     return episode, SessionConfig(max_actions=args.max_actions)
@@ -315,8 +325,9 @@ async def _eval_one(
         from webgpt.reward.factory import open_scorer
 
         scorer = open_scorer(args.reward_model, None)
+    judge = open_decline_judge(args)
     try:
-        episode, session = _episode_settings(args)
+        episode, session = _episode_settings(args, judge)
         return await evaluate_target(
             target,
             questions,
@@ -328,15 +339,18 @@ async def _eval_one(
             progress=progress_bar(sys.stderr),
         )
     finally:
-        if scorer is not None:
-            await scorer.aclose()
+        for model_in_process in (scorer, judge):
+            if model_in_process is not None:
+                await model_in_process.aclose()
 
 
 def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
     from webgpt.evals.best_of_n import format_best_of
 
-    if args.decline_threshold is not None:
-        raise ConfigurationError("--best-of estimates answers as sampled: no --decline-threshold")
+    if args.decline_threshold is not None or args.decline_judge is not None:
+        raise ConfigurationError(
+            "--best-of estimates answers as sampled: no --decline-threshold or --decline-judge"
+        )
     if args.temperature <= 0 or not 1 <= args.best_of <= 64:
         raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
     args.reward_model = reward_model_folder(

@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webgpt.agent.answer import ScoredAnswer, Scorer
 from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.answer_rules import distinct_sentence_count as distinct_sentence_count
 from webgpt.agent.declines import is_declined
@@ -43,6 +42,7 @@ from webgpt.agent.degenerate import degeneracy
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import PolicyError
 from webgpt.agent.policy import Policy
+from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.targets import PolicyTarget, serving
 from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
@@ -73,12 +73,18 @@ class Outcome:
     key_points: float | None = None  # share of the key points stated (long-form)
     # With a decline threshold: the policy's probability of a decline, which it was held to
     decline_probability: float | None = None
-    # With grounded declines: what the question named that no quote showed (a decline)
+    # Guided: what the question named that no quote showed (a decline where grounded
+    # declines are on; with them off, what they would have declined)
     unshown: list[str] = field(default_factory=list)
+    # With a decline judgment: the answer's score and the decline's
+    judgment: tuple[float, float] | None = None
     degenerate: str | None = None  # agent.degenerate.degeneracy of the answer
     shaped_by: list[str] = field(default_factory=list)  # EpisodeResult.shaped_by
     cited_sentences: int = 0  # sentences that cite a quote
     supported_sentences: int = 0  # of them, those whose content words stand in its quotes
+    # Every quote the episode collected (title, url, extract), a decline's too: what a
+    # judgement of the answer against its evidence reads again offline
+    quotes: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def long_enough(self) -> bool:
@@ -299,10 +305,14 @@ async def evaluate_policy(
                 key_points=key_point_coverage(answer, question.key_points),
                 decline_probability=result.decline_probability,
                 unshown=result.unshown,
+                judgment=result.judgment,
                 degenerate=degeneracy(answer),
                 shaped_by=result.shaped_by,
                 cited_sentences=cited_sentences,
                 supported_sentences=supported,
+                quotes=[
+                    {"title": q.title, "url": q.url, "extract": q.extract} for q in result.quotes
+                ],
             )
         )
         if progress is not None:

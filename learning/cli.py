@@ -138,6 +138,28 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     synthetic.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
     synthetic.add_argument("--store", type=Path, default=None, help="offline web file")
     synthetic.set_defaults(run=_generate_comparisons)
+    declines = comparison_commands.add_parser(
+        "declines",
+        help="answer against decline from the same quotes, labelled by rule over the offline "
+        "web's pages of one split: what the decline judgment learns (`webgpt train rm`)",
+    )
+    declines.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
+    declines.add_argument(
+        "--questions",
+        type=int,
+        default=1500,
+        help="questions drawn (kinds at their generated shares); rows: about 1.7 a "
+        "question, half each way",
+    )
+    declines.add_argument(
+        "--split",
+        choices=["train", "dev"],
+        default="train",
+        help="the pages questions and quotes come from (dev: held-out rows, `--held-out`)",
+    )
+    declines.add_argument("--seed", type=int, default=0)
+    declines.add_argument("--store", type=Path, default=None, help="offline web file")
+    declines.set_defaults(run=_decline_comparisons)
 
 
 def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -364,6 +386,29 @@ def _generate_comparisons(args: argparse.Namespace) -> int:
         questions = questions[: args.limit]
     target = parse_policy_target(args.policy)
     return asyncio.run(_generate_comparisons_async(args, target, questions))
+
+
+def _decline_comparisons(args: argparse.Namespace) -> int:
+    import json
+
+    from webgpt.browser.offline import OfflineWeb
+    from webgpt.learning.decline_comparisons import balanced, decline_rows
+
+    store = OfflineWeb(args.store)
+    try:
+        generated = list(generate_questions(store, seed=args.seed))
+        questions = pick_questions(generated, {args.split: args.questions}, args.seed)
+        rows = balanced(
+            list(decline_rows(questions, store, split=args.split, seed=args.seed)), seed=args.seed
+        )
+    finally:
+        store.close()
+    args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    print_progress(
+        f"wrote {len(rows)} comparisons to {args.out}: "
+        + ", ".join(f"{n} {why}" for why, n in sorted(Counter(r["why"] for r in rows).items()))
+    )
+    return 0 if rows else 1
 
 
 def _quoted_questions(path: Path, split: str) -> "list[QuotedQuestion]":

@@ -29,10 +29,10 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from webgpt.agent.answer import ScoredAnswer, Scorer
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import prepare_default_reward_model
 from webgpt.agent.registry import CURRENT
+from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.reward.factory import open_scorer
 from webgpt.service.errors import RewardUnavailable
 from webgpt.service.settings import ServiceSettings
@@ -55,6 +55,14 @@ def build_scorer(settings: ServiceSettings) -> Scorer | None:
     if settings.reward_on_first_use():
         return None
     return scorer_for(settings, settings.reward_model)
+
+
+def build_decline_judge(settings: ServiceSettings) -> Scorer | None:
+    """The decline judgment the settings name, loaded in this process at start; None when
+    it is off."""
+    if settings.decline_judge is None:
+        return None
+    return open_scorer(settings.decline_judge)
 
 
 def scorer_for(settings: ServiceSettings, folder: Path) -> Scorer:

@@ -21,7 +21,7 @@ from webgpt.service.policies import (
     check_gpu_shares,
     spare_cpu,
 )
-from webgpt.service.scoring import build_scorer
+from webgpt.service.scoring import build_decline_judge, build_scorer
 from webgpt.service.serving import AnswerService
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
@@ -43,6 +43,7 @@ def build_service(settings: ServiceSettings) -> AnswerService:
             f"WEBGPT_API_KEYS to serve on {settings.host}"
         )
     scorer = build_scorer(settings)
+    judge = build_decline_judge(settings)
     if (settings.policy_url is None) != (settings.policy_model is None):
         raise ConfigurationError("set the policy URL and model together")
     key = settings.policy_key.get_secret_value() if settings.policy_key else None
@@ -50,14 +51,14 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     store = FeedbackStore(settings.database(), connect=False)  # it may be down: spooled
     if settings.policy_checkpoint is not None:
         versions = policy_versions(settings, web, key)
-        return AnswerService(settings, web, None, scorer, Metrics(), store, versions)
+        return AnswerService(settings, web, None, scorer, Metrics(), store, versions, judge)
     if settings.policy_url is not None and settings.policy_model is not None:
         url, model = settings.policy_url, settings.policy_model
     else:
         running = default_policy_server(print_progress)
         url, model = running.url, running.model
     policy = OpenAIPolicy(url, model, api_key=key)
-    return AnswerService(settings, web, policy, scorer, Metrics(), store)
+    return AnswerService(settings, web, policy, scorer, Metrics(), store, decline_judge=judge)
 
 
 def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> PolicyVersions:

@@ -8,13 +8,14 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import InitVar, dataclass
+from dataclasses import InitVar, dataclass, replace
 from typing import Any, TypeVar
 
-from webgpt.agent.answer import Agent, AnswerResult, Scorer
+from webgpt.agent.answer import Agent, AnswerResult
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, answer_temperature, write_answer
 from webgpt.agent.errors import PolicyUnavailable
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.scoring import Scorer
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.session import BrowserSession, SessionConfig
 from webgpt.browser.web import Web
@@ -105,6 +106,7 @@ class AnswerService:
     metrics: Metrics
     store: FeedbackStore
     policy_versions: PolicyVersions | None = None  # set: follow settings.policy_checkpoint
+    decline_judge: Scorer | None = None  # settings.decline_judge, loaded
 
     def __post_init__(self, policy: OpenAIPolicy | None, scorer: Scorer | None) -> None:
         self.admission = Admission(
@@ -242,8 +244,9 @@ class AnswerService:
             ) from None
 
     def _episode_config(self, temperature: float) -> EpisodeConfig:
-        """Episodes as the settings ask: the decline threshold and the answer rules."""
-        return self.settings.episode_config(temperature)
+        """Episodes as the settings ask: the decline threshold, the answer rules and the
+        decline judgment."""
+        return replace(self.settings.episode_config(temperature), decline_judge=self.decline_judge)
 
     def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:
         return Agent(
@@ -492,6 +495,8 @@ class AnswerService:
         if self.reward_on_first_use is not None:
             await self.reward_on_first_use.aclose()
         await self.scorers.aclose()
+        if self.decline_judge is not None:
+            await self.decline_judge.aclose()
         await self.demonstrations.aclose()
         await self.mcp_sessions.aclose()
         await self.web.aclose()

@@ -75,6 +75,13 @@ class ServiceSettings(Settings):
     # what no quote shows.
     explanation_quotes: int = Field(default=2, ge=1, le=2)
     grounded_declines: bool = True
+    # The decline judgment (agent.episode.EpisodeConfig.decline_judge): a reward checkpoint
+    # folder that scores each drafted answer beside the decline from the same quotes, loaded
+    # in the service's process at start; None: off. The decline is served where it passes
+    # the answer by more than judge_margin. Off by default: the one trained so far declines
+    # more answerable questions than the grounded declines (docs/agent.md).
+    decline_judge: Path | None = None
+    judge_margin: float = 0.0
     # docs/questions.md, "The question's own search" and "Relevant quotes and stated
     # numbers", all on by default: an episode's first Search is the question's own words, a
     # Quote for a question asking for no explanation takes only this many of the sentences
@@ -90,7 +97,7 @@ class ServiceSettings(Settings):
     # alias, loaded at start and followed; `none`: best-of-n is off (n must be 1).
     reward_model: Path | None = Path(DEFAULT_REWARD)
 
-    @field_validator("reward_model", mode="before")
+    @field_validator("reward_model", "decline_judge", mode="before")
     @classmethod
     def _none_turns_it_off(cls, value: object) -> object:
         return None if isinstance(value, str) and value.strip().lower() == "none" else value
@@ -176,6 +183,7 @@ class ServiceSettings(Settings):
             "relevant_quotes": self.relevant_quotes or None,
             "quantity_numbers": self.quantity_numbers,
             "question_search": self.question_search,
+            "judge_margin": self.judge_margin,
         }
 
     def database(self) -> str | Path:

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 from tests.agent.fake_policy import Script
-from webgpt.agent.answer import Agent, ScoredAnswer
-from webgpt.agent.declines import decline_answer
+from webgpt.agent.answer import Agent
+from webgpt.agent.declines import decline_answer, is_declined
 from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, check_citations, run_episode
 from webgpt.agent.errors import ConfigurationError, PolicyError, PolicyResponseError
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.policy import Completions, Sampling, StreamChunk, Usage
+from webgpt.agent.scoring import ScoredAnswer
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.session import SessionConfig
@@ -224,6 +225,58 @@ async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_like
     cited_only = request["structured_outputs"]["regex"]
     assert re.fullmatch(cited_only, "Crows are corvids [1].■")
     assert not re.fullmatch(cited_only, decline + "■")  # the decline is not offered
+
+
+class FixedJudge:
+    """A decline judgment that scores every answer 0 and the decline a fixed score, and
+    keeps what it read."""
+
+    name = "fixed-judge"
+
+    def __init__(self, decline_score: float) -> None:
+        self.decline_score = decline_score
+        self.read: list[ScoredAnswer] = []
+
+    async def score(self, answers: Sequence[ScoredAnswer]) -> list[float]:
+        self.read += answers
+        return [self.decline_score if is_declined(a.answer) else 0.0 for a in answers]
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_decline_judgment_serves_the_decline_where_it_outscores_the_answer(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """Under a decline judgment the policy may only draft a cited answer; the judge reads it
+    and the decline from the same answer prompt, and the decline is served where its score
+    passes the answer's by more than the margin, named in the trace."""
+    question = "Which crow won the 2031 Tour de France?"
+    outcomes = {}
+    for decline_score in (0.4, 0.6):
+        script.commands, script.requests = list(CROW_EPISODE), []
+        script.answers = ["Crows are corvids [1]."]
+        events: list[TraceEvent] = []
+        judge = FixedJudge(decline_score)
+        config = EpisodeConfig(grounded_declines=False, decline_judge=judge, judge_margin=0.5)
+        result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+        [answering] = [r for r in script.requests if r.get("stream")]
+        assert not re.fullmatch(
+            answering["structured_outputs"]["regex"], decline_answer(question) + "■"
+        )
+        assert [(a.answer_prompt, a.answer) for a in judge.read] == [
+            (result.answer_prompt, "Crows are corvids [1]."),
+            (result.answer_prompt, decline_answer(question)),
+        ]
+        assert result.judgment == (0.0, decline_score)
+        outcomes[decline_score] = (result, [e for e in events if e.type == "shaped"])
+
+    kept, shaped = outcomes[0.4]
+    assert kept.answer == "Crows are corvids [1]." and not kept.declined and shaped == []
+    declined, shaped = outcomes[0.6]
+    assert declined.answer == decline_answer(question) and declined.references == []
+    assert declined.shaped_by == ["judged_decline"]
+    assert [(e.part, e.detail) for e in shaped] == [("judged_decline", "answer 0.00, decline 0.60")]  # type: ignore[union-attr]
 
 
 async def test_no_decline_threshold_leaves_the_choice_to_sampling(

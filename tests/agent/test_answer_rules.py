@@ -276,12 +276,18 @@ async def test_a_question_naming_what_no_quote_shows_is_declined(
     [shaped] = [e for e in events if isinstance(e, ShapedEvent)]
     assert (shaped.part, shaped.detail) == ("grounded_decline", "2031, Tour, France")
 
-    # Off, or unguided, the policy answers as it likes.
-    for config in (EpisodeConfig(grounded_declines=False), EpisodeConfig(guided=False)):
+    # Off, or unguided, the policy answers as it likes; off, what the rule would have
+    # declined on is still recorded (scripts/decline_judgment.py reads it).
+    unshown = {"off": ["2031", "Tour", "France"], "unguided": []}
+    for arm, config in (
+        ("off", EpisodeConfig(grounded_declines=False)),
+        ("unguided", EpisodeConfig(guided=False)),
+    ):
         script.commands, script.requests = list(CROW_EPISODE), []
         script.answers = ["Crows are corvids [1]."]
         result = await run_episode(0, web.session(), policy, question, config)
-        assert result.answer == "Crows are corvids [1]." and result.unshown == []
+        assert result.answer == "Crows are corvids [1]." and result.unshown == unshown[arm]
+        assert result.shaped_by == []
 
     # A question whose names the quotes show is answered.
     script.commands, script.requests = list(CROW_EPISODE), []

@@ -18,7 +18,7 @@ import pytest
 
 from tests.agent.fake_policy import Script
 from tests.reward.tiny import answer
-from webgpt.agent.answer import ScoredAnswer
+from webgpt.agent.scoring import ScoredAnswer
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import MANIFEST, load_manifest, publish
 from webgpt.service.scoring import scorer_slot

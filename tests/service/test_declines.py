@@ -108,3 +108,29 @@ def test_the_service_declines_a_question_naming_what_no_quote_shows(
     assert chosen["answer"] == "Crows are corvids [1]." and chosen["declined"] is False
     with pytest.raises(ValidationError, match="explanation_quotes"):
         ServiceSettings(explanation_quotes=3)
+
+
+def test_the_service_serves_what_its_decline_judgment_prefers(  # type: ignore[no-untyped-def]
+    service_url, script: Script, reward_checkpoint
+) -> None:
+    """WEBGPT_DECLINE_JUDGE: a reward checkpoint, loaded in the service, scores the drafted
+    answer beside the decline; past any score the margin -1e9 declines and 1e9 answers, and
+    the stream's trace names the judgment that declined."""
+    script.answers[:] = ["Crows are corvids [1]."] * 2
+    outcomes = []
+    for margin in (-1e9, 1e9):
+        judged = {"decline_judge": reward_checkpoint, "judge_margin": margin, **AS_CHOSEN}
+        with service_url(**judged) as base:
+            request = {"question": QUESTION, "stream": True}
+            with httpx.stream("POST", f"{base}/answer", json=request, timeout=60) as response:
+                events = [
+                    json.loads(line.removeprefix("data: "))
+                    for line in response.iter_lines()
+                    if line.startswith("data: {")
+                ]
+        [final] = [e for e in events if e["type"] == "final"]
+        outcomes.append((final["result"], [e["part"] for e in events if e["type"] == "shaped"]))
+    (declined, declined_parts), (answered, answered_parts) = outcomes
+    assert declined["answer"] == DECLINE and declined["declined"] is True
+    assert declined_parts == ["judged_decline"]
+    assert answered["answer"] == "Crows are corvids [1]." and answered_parts == []

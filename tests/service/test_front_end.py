@@ -17,9 +17,9 @@ from playwright.async_api import Page, async_playwright
 from tests.agent.fake_policy import Script
 from tests.client.fake_reward import shipped_reward_model
 from tests.servers import serve
-from webgpt.agent.answer import ScoredAnswer, Scorer
 from webgpt.agent.model import DEFAULT_REWARD_VERSION
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.browser.chromium import CHROMIUM_ARGS, CHROMIUM_PATH
 from webgpt.browser.web import Web, WebOptions
 from webgpt.learning.demonstrations import Demonstration, replay

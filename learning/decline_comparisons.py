@@ -1,0 +1,202 @@
+"""Comparisons that teach the reward model when the quotes answer the question (`webgpt
+comparisons declines`): the decline judgment of agent.episode scores the drafted answer
+and the decline from the same quotes and serves the higher.
+
+Each row pits an answer against the decline (agent.declines.decline_answer), both written
+from one set of quotes:
+- the answer wins where the quotes hold it: a factoid's quote is the sentence that answers
+  it (the generated question's evidence), a long-form question's its supporting sentences,
+  and the answer is the question's reference answer;
+- the decline wins where they do not: the quote is a sentence of the same page that holds
+  no gold answer (a detail the page lacks), or the sentence of another page that bears most
+  on the question (the wrong page), or, for an unanswerable question, the sentence of its
+  page that bears most on it; the answer copies the quote and cites it, as a small policy's
+  draft does.
+Questions are question_generator's over the offline web's pages of one split (train; dev
+for held-out rows), and every page a row quotes is of that split: no dev or test page is
+trained on. The labels are a rule's,
+so rows say `"source": "synthetic"` (learning.comparisons).
+"""
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from webgpt.agent.declines import decline_answer
+from webgpt.agent.grammar import FIRST_CITATION_CHARS
+from webgpt.agent.relevance import most_relevant
+from webgpt.browser.offline import OfflineWeb
+from webgpt.evals.questions import Question, Split, contains_gold, split_of
+from webgpt.learning.comparisons import SOURCE
+from webgpt.learning.question_generator import wikipedia_page
+from webgpt.learning.scripted import answer_sentence, compose_answer
+
+# Search results read for a page other than the question's own that bears on it.
+OTHER_PAGE_RESULTS = 5
+
+
+@dataclass(frozen=True)
+class Quote:
+    title: str
+    url: str
+    extract: str
+
+    def side(self) -> dict[str, str]:
+        domain = self.url.split("/")[2] if "//" in self.url else ""
+        return {"title": self.title, "url": self.url, "domain": domain, "extract": self.extract}
+
+
+class PageSentences:
+    """The sentences of a page of one split that a row may quote: a Wikipedia summary's
+    sentences; for other pages (the Python docs), the evidence of the questions asked of it."""
+
+    def __init__(self, store: OfflineWeb, questions: Iterable[Question], split: Split) -> None:
+        self._store = store
+        self._split = split
+        self._titles = {page.url: page.title for page in store.pages()}
+        self._evidence: dict[str, list[str]] = defaultdict(list)
+        for question in questions:
+            if question.url and question.evidence:
+                self._evidence[question.url].append(question.evidence)
+        self._cache: dict[str, tuple[str, list[str]]] = {}
+
+    def of(self, url: str) -> tuple[str, list[str]]:
+        """(title, sentences) of a page; no sentences where it is of another split."""
+        if url in self._cache:
+            return self._cache[url]
+        sentences: list[str] = []
+        if split_of(url) != self._split:
+            pass
+        elif url.startswith("https://en.wikipedia.org/"):
+            if (body := self._store.body(url)) is not None:
+                _, sentences, _ = wikipedia_page(body)
+        else:
+            sentences = list(dict.fromkeys(self._evidence.get(url, [])))
+        self._cache[url] = (self._titles.get(url, ""), sentences)
+        return self._cache[url]
+
+
+def decline_rows(
+    questions: Iterable[Question], store: OfflineWeb, *, split: Split = "train", seed: int = 0
+) -> Iterator[dict[str, Any]]:
+    """The rows of each question of the split in turn, quoting pages of that split alone
+    (see the module's docstring); which side is `a` is drawn at random, so neither position
+    means anything."""
+    questions = [q for q in questions if q.split == split]
+    pages = PageSentences(store, questions, split)
+    rng = random.Random(seed)
+    for question in questions:
+        for winner, why, quotes, answer in _pairs(question, pages, store):
+            yield _row(question, quotes, answer, winner, why, rng)
+
+
+def _pairs(
+    question: Question, pages: PageSentences, store: OfflineWeb
+) -> Iterator[tuple[str, str, list[Quote], str]]:
+    """(winner, why, quotes, answer) for one question: the answer's side against the
+    decline written from the same quotes."""
+    if question.kind == "unanswerable":
+        if (found := _other_page(question, pages, store)) is not None:
+            yield "decline", "unanswerable", *found
+        return
+    if question.url is None:
+        return
+    title, sentences = pages.of(question.url)
+    if question.kind == "factoid" and question.evidence and question.answer:
+        quote = Quote(title, question.url, question.evidence)
+        # In the copying form of the answers the decline beats, where it states the gold
+        # answer: the length or form of an answer says nothing of whether its quote holds it.
+        copied = _copied(quote)
+        holding = copied if copied and contains_gold(copied, question.gold_answers) else None
+        yield "answer", "holds", [quote], holding or question.answer
+    elif question.kind == "longform" and question.supporting:
+        urls = question.supporting_urls or [None] * len(question.supporting)
+        quotes = [
+            Quote(pages.of(url)[0] if url else title, url or question.url, sentence)
+            for sentence, url in zip(question.supporting, urls, strict=False)
+        ]
+        if (answer := compose_answer([q.extract for q in quotes])) is not None:
+            yield "answer", "holds", quotes, answer
+        return  # what a long-form answer lacks is not one gold phrase: no decline row
+    else:
+        return
+    lacking = [
+        s
+        for s in sentences
+        if s != question.evidence and not contains_gold(s, question.gold_answers)
+    ]
+    if lacking:
+        quote = Quote(title, question.url, _bearing(question.question, lacking))
+        if (answer := _copied(quote)) is not None:
+            yield "decline", "same page, no answer", [quote], answer
+    if (found := _other_page(question, pages, store)) is not None:
+        yield "decline", "another page", *found
+
+
+def _other_page(
+    question: Question, pages: PageSentences, store: OfflineWeb
+) -> tuple[list[Quote], str] | None:
+    """The quote and copied answer from the first training page other than the question's
+    own that its words find, its sentence that bears most on the question and holds no gold
+    answer."""
+    for result in store.search_sync(question.question, OTHER_PAGE_RESULTS):
+        if result.url == question.url:
+            continue
+        title, sentences = pages.of(result.url)
+        sentences = [s for s in sentences if not contains_gold(s, question.gold_answers)]
+        if sentences:
+            quote = Quote(title, result.url, _bearing(question.question, sentences))
+            answer = _copied(quote)
+            return None if answer is None else ([quote], answer)
+    return None
+
+
+def _bearing(question: str, sentences: list[str]) -> str:
+    """The sentence that bears most on the question (agent.relevance): the one a policy
+    narrowed to relevant quotes would take."""
+    page_text = " ".join(sentences)
+    return most_relevant(question, sentences, page_text, 1)[0]
+
+
+def _copied(quote: Quote) -> str | None:
+    """An answer that copies the quote and cites it, as a small policy's draft does."""
+    return answer_sentence(quote.extract, 1, FIRST_CITATION_CHARS - 2)
+
+
+def _row(
+    question: Question,
+    quotes: list[Quote],
+    answer: str,
+    winner: str,
+    why: str,
+    rng: random.Random,
+) -> dict[str, Any]:
+    sides = [quote.side() for quote in quotes]
+    answered = {"quotes": sides, "answer": answer}
+    declined = {"quotes": sides, "answer": decline_answer(question.question)}
+    answer_is_a = rng.random() < 0.5
+    a, b = (answered, declined) if answer_is_a else (declined, answered)
+    preference = "a" if (winner == "answer") == answer_is_a else "b"
+    return {
+        "question": question.question,
+        "a": a,
+        "b": b,
+        "preference": preference,
+        "source": SOURCE,
+        "why": why,
+        "split": question.split,
+    }
+
+
+def balanced(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+    """As many rows the answer wins as the decline wins (the larger kind sampled down), so
+    the judgment learns no prior for either."""
+    rng = random.Random(seed)
+    answer_wins = [r for r in rows if r["why"] == "holds"]
+    decline_wins = [r for r in rows if r["why"] != "holds"]
+    keep = min(len(answer_wins), len(decline_wins))
+    picked = rng.sample(answer_wins, keep) + rng.sample(decline_wins, keep)
+    rng.shuffle(picked)
+    return picked
