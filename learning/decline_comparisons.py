@@ -28,6 +28,7 @@ from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import FIRST_CITATION_CHARS
 from webgpt.agent.relevance import most_relevant
 from webgpt.browser.offline import OfflineWeb
+from webgpt.browser.page import domain_of
 from webgpt.evals.questions import Question, Split, contains_gold, split_of
 from webgpt.learning.comparisons import SOURCE
 from webgpt.learning.question_generator import wikipedia_page
@@ -44,7 +45,7 @@ class Quote:
     extract: str
 
     def side(self) -> dict[str, str]:
-        domain = self.url.split("/")[2] if "//" in self.url else ""
+        domain = domain_of(self.url)
         return {"title": self.title, "url": self.url, "domain": domain, "extract": self.extract}
 
 

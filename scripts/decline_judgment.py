@@ -20,6 +20,7 @@ from typing import Any
 
 from webgpt.agent.declines import decline_answer, is_declined
 from webgpt.browser.events import CollectedQuote
+from webgpt.browser.page import domain_of
 from webgpt.reward.data import scored_text
 from webgpt.reward.scorer import RewardScorer
 
@@ -42,7 +43,7 @@ def judged(
     for number, outcome in enumerate(outcomes):
         if not outcome["answer"] or outcome["declined"] or not outcome.get("quotes"):
             continue
-        quotes = [CollectedQuote(**q, domain=q["url"].split("/")[2]) for q in outcome["quotes"]]
+        quotes = [CollectedQuote(**q, domain=domain_of(q["url"])) for q in outcome["quotes"]]
         decline = decline_answer(outcome["question"])
         texts += [
             scored_text(outcome["question"], quotes, outcome["answer"]),
