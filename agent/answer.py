@@ -7,15 +7,17 @@ the n answers are scored together and the best is returned with every candidate.
 import asyncio
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel
 
 from webgpt.agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import AgentError, ConfigurationError, PolicyError
+from webgpt.agent.followups import Turn, standalone_question
 from webgpt.agent.policy import Policy, Usage
 from webgpt.agent.scoring import ScoredAnswer, Scorer
-from webgpt.agent.trace import CandidateEvent, EpisodeErrorEvent, Reference
+from webgpt.agent.trace import CandidateEvent, EpisodeErrorEvent, FollowUpEvent, Reference
 from webgpt.browser.loader import PageCache
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.browser.session import SessionConfig
@@ -31,6 +33,10 @@ class Candidate(BaseModel):
     end_reason: str | None
     dangling_citations: list[int]
     actions: int
+    # commands the browser refused (browser.session: outside the command contract), which a
+    # policy under guided decoding never writes: a count above 0 means the server ignored
+    # the grammar or the policy was not guided
+    invalid_actions: int = 0
     error: str | None = None
 
 
@@ -54,6 +60,9 @@ class AnswerTimings(BaseModel):
 class AnswerResult(BaseModel):
     id: str
     question: str
+    # What the episodes browsed: the question, or a follow-up made standalone from the
+    # conversation (agent.followups); None where no episode browsed (small talk).
+    question_asked: str | None = None
     answer: str | None  # None when no episode produced an answer
     # The answer says the pages found do not answer (agent.declines): it cites nothing.
     declined: bool = False
@@ -84,13 +93,25 @@ class Agent:
         temperature: float | None = None,
         emit: Emit | None = None,
         rerank: bool = True,
+        history: Sequence[Turn] = (),
     ) -> AnswerResult:
         """n episodes on question; with rerank, the reward model picks the answer among
         them (best-of-n); without, they stay n answers in episode order (OpenAI's `n`) and
-        the answer is the first that answered."""
+        the answer is the first that answered. With history (the conversation before it),
+        a follow-up is browsed made standalone (agent.followups), said by a FollowUpEvent
+        and in the result's question_asked."""
         question = question.strip()
         if not question:
             raise ConfigurationError("the question is empty")
+        standalone = standalone_question(question, history)
+        if standalone.rewritten and emit is not None:
+            await emit(
+                FollowUpEvent(
+                    question=question,
+                    question_asked=standalone.question,
+                    replaced=list(standalone.replaced),
+                )
+            )
         if n < 1:
             raise ConfigurationError("n must be at least 1")
         if n > 1 and rerank and self.scorer is None:
@@ -111,7 +132,9 @@ class Agent:
             async with asyncio.TaskGroup() as episodes:
                 tasks = [
                     episodes.create_task(
-                        self._episode(i, question, cache, session_config, episode_config, emit)
+                        self._episode(
+                            i, standalone.question, cache, session_config, episode_config, emit
+                        )
                     )
                     for i in range(n)
                 ]
@@ -125,7 +148,7 @@ class Agent:
         if not results and failures:
             raise failures[0]
         clock = time.perf_counter()
-        rewards = await self._score(question, results) if rerank else {}
+        rewards = await self._score(standalone.question, results) if rerank else {}
         scoring_s = time.perf_counter() - clock
         candidates = self._candidates(outcomes, rewards)
         best = self._best(candidates)
@@ -146,6 +169,7 @@ class Agent:
         return AnswerResult(
             id=f"ans_{uuid.uuid4().hex}",
             question=question,
+            question_asked=standalone.question,
             answer=candidates[best].answer if best is not None else None,
             declined=best is not None and candidates[best].declined,
             references=candidates[best].references if best is not None else [],
@@ -230,6 +254,7 @@ class Agent:
                     end_reason=outcome.end_reason,
                     dangling_citations=outcome.dangling_citations,
                     actions=outcome.actions,
+                    invalid_actions=outcome.invalid_actions,
                 )
             )
         return candidates

@@ -14,6 +14,17 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class FollowUpEvent(_Event):
+    """The question was a follow-up: its pronouns pointed into the conversation, and the
+    episodes browse it made standalone (agent.followups). Comes before any episode."""
+
+    type: Literal["follow_up"] = "follow_up"
+    question: str  # as the user wrote it
+    question_asked: str  # what the episodes browse
+    replaced: list[tuple[str, str]]  # (pronoun, what it was taken to mean)
+    by: Literal["rule"] = "rule"
+
+
 class EpisodeStartEvent(_Event):
     type: Literal["episode_start"] = "episode_start"
     episode: int
@@ -79,7 +90,8 @@ class EpisodeErrorEvent(_Event):
 
 
 TraceEvent = Annotated[
-    EpisodeStartEvent
+    FollowUpEvent
+    | EpisodeStartEvent
     | ActionEvent
     | AnswerDeltaEvent
     | ShapedEvent

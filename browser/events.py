@@ -65,7 +65,7 @@ class FindEvent(_Event):
 
 class QuoteEvent(_Event):
     type: Literal["quote"] = "quote"
-    quote: CollectedQuote | None  # None: the text is not on the page
+    quote: CollectedQuote
     total_chars: int
 
 

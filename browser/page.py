@@ -135,21 +135,31 @@ class TextIndex:
         match = self.find(needle)
         return None if match is None else self.line_of(match.start)
 
-    def extract(self, text: str, range_: tuple[str, str] | None) -> str | None:
-        """The page's own text for a quote (`text`, or `start━end` when range_ is set)."""
+    def extract(
+        self, text: str, range_: tuple[str, str] | None, lines: tuple[int, int] | None = None
+    ) -> str | None:
+        """The page's own text for a quote (`text`, or `start━end` when range_ is set);
+        with lines (first, last), only text that lies wholly within those lines."""
+        start, stop = 0, len(self.text)
+        if lines is not None:
+            start = self._line_starts[lines[0]]
+            after = lines[1] + 1
+            stop = self._line_starts[after] - 1 if after < len(self._line_starts) else stop
         if range_ is None:
-            match = self.find(text)
+            match = self.find(text, start)
             if match is None:
                 return None
             span = (match.start, match.end)
         else:
-            first = self.find(range_[0])
+            first = self.find(range_[0], start)
             if first is None:
                 return None
             last = self.find(range_[1], first.end)
             if last is None:
                 return None
             span = (first.start, last.end)
+        if span[1] > stop:
+            return None
         return " ".join(self.text[span[0] : span[1]].split())
 
 

@@ -1,8 +1,14 @@
 """One browsing episode: `reset(question)`, then `step(command_text)` until it is done.
 
 The session is the environment of WebGPT (Table 1, Appendix A). It never raises for
-anything the policy writes or any page the web returns: invalid commands count toward the
-action limit and are otherwise ignored; unreachable pages become error pages.
+anything the policy writes or any page the web returns: unreachable pages become error
+pages, and a command outside the browser's contract is refused. The contract is what the
+guided-decoding grammar (agent.grammar) lets a policy write, checked here again so that it
+holds for any driver: a server that ignores the grammar, a chat model's tool call, an MCP
+host, a person at `webgpt browse`. A link is clicked only where the page has it; a quote is
+text on the page in view (not elsewhere on the page) and not quoted already; Back needs a
+page to go back to; `End: Answer` needs a quote. A refused command changes nothing but the
+actions left, and the next observation's past actions say why ("Refused: ...").
 """
 
 from dataclasses import dataclass, field
@@ -148,6 +154,7 @@ class BrowserSession:
             event = await self._apply(command)
         except InvalidCommand as error:
             event = InvalidActionEvent(text=command_text[:500], reason=str(error))
+            self.past_actions.append(f"Refused: {error}")
         if not self.done and self.actions_left == 0:
             self.end_reason = "action_limit"
         return StepResult(self.observation(), event, self.done)
@@ -198,6 +205,8 @@ class BrowserSession:
             case cmd.Back():
                 return self._back()
             case cmd.End(reason=reason):
+                if reason == "Answer" and not self.quotes:
+                    raise InvalidCommand("End: Answer needs a quote to answer from")
                 self.end_reason = _END_REASONS[reason]
                 self.past_actions.append(f"End: {reason}")
                 return EndEvent(reason=self.end_reason)
@@ -257,10 +266,12 @@ class BrowserSession:
         page = self._view.page
         if page.kind in ("blank", "search", "error"):
             raise InvalidCommand("there is no page to quote from")
-        extract = page.text_index.extract(command.text, command.range)
+        in_view = scrollbar(page, self._view.cursor, self.config.window_lines)
+        extract = page.text_index.extract(command.text, command.range, in_view)
         if not extract:
-            self.past_actions.append("Quote (not found)")
-            return QuoteEvent(quote=None, total_chars=self.quote_chars)
+            raise InvalidCommand("Quote: that text is not on the page in view")
+        if any(q.extract == extract and q.url == page.url for q in self.quotes):
+            raise InvalidCommand("Quote: that text is quoted already")
         extract = extract[: self.config.quote_budget_chars - self.quote_chars]
         quote = CollectedQuote(title=page.title, domain=page.domain, url=page.url, extract=extract)
         self.quotes.append(quote)

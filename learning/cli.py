@@ -7,7 +7,7 @@ import random
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.openai_policy import OpenAIPolicy
@@ -156,6 +156,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         choices=["train", "dev"],
         default="train",
         help="the pages questions and quotes come from (dev: held-out rows, `--held-out`)",
+    )
+    declines.add_argument(
+        "--episodes",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="EVAL.json",
+        help="instead of rule-written rows: the policy's own drafts against the decline, from "
+        "`webgpt eval --json-out` files recorded on questions of --split (docs/reward.md)",
     )
     declines.add_argument("--seed", type=int, default=0)
     declines.add_argument("--store", type=Path, default=None, help="offline web file")
@@ -392,23 +401,41 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
     import json
 
     from webgpt.browser.offline import OfflineWeb
-    from webgpt.learning.decline_comparisons import balanced, decline_rows
+    from webgpt.learning.decline_comparisons import balanced, decline_rows, episode_rows
 
-    store = OfflineWeb(args.store)
-    try:
-        generated = list(generate_questions(store, seed=args.seed))
-        questions = pick_questions(generated, {args.split: args.questions}, args.seed)
-        rows = balanced(
-            list(decline_rows(questions, store, split=args.split, seed=args.seed)), seed=args.seed
-        )
-    finally:
-        store.close()
+    if args.episodes:
+        outcomes = [o for path in args.episodes for o in _recorded_outcomes(path)]
+        found = list(episode_rows(outcomes, split=args.split, seed=args.seed))
+    else:
+        store = OfflineWeb(args.store)
+        try:
+            generated = list(generate_questions(store, seed=args.seed))
+            questions = pick_questions(generated, {args.split: args.questions}, args.seed)
+            found = list(decline_rows(questions, store, split=args.split, seed=args.seed))
+        finally:
+            store.close()
+    rows = balanced(found, seed=args.seed)
     args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     print_progress(
         f"wrote {len(rows)} comparisons to {args.out}: "
         + ", ".join(f"{n} {why}" for why, n in sorted(Counter(r["why"] for r in rows).items()))
     )
     return 0 if rows else 1
+
+
+def _recorded_outcomes(path: Path) -> list[dict[str, Any]]:
+    """The outcomes of a `webgpt eval --json-out` file (one report a policy), which must
+    keep the quotes each episode collected."""
+    import json
+
+    try:
+        reports = json.loads(path.read_text())
+        outcomes = [outcome for report in reports for outcome in report["outcomes"]]
+        if outcomes and not any("quotes" in outcome for outcome in outcomes):
+            raise DataError(f"{path}: its outcomes keep no quotes; record it anew with webgpt eval")
+        return outcomes
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise DataError(f"{path}: not a `webgpt eval --json-out` file ({error})") from error
 
 
 def _quoted_questions(path: Path, split: str) -> "list[QuotedQuestion]":

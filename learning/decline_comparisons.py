@@ -16,6 +16,10 @@ Questions are question_generator's over the offline web's pages of one split (tr
 for held-out rows), and every page a row quotes is of that split: no dev or test page is
 trained on. The labels are a rule's,
 so rows say `"source": "synthetic"` (learning.comparisons).
+
+`episode_rows` makes the same rows from the policy's own episodes (`webgpt eval --json-out`
+on training questions): its drafted answer against the decline from the quotes it
+collected, so the judgment also learns the drafts and the phrasings it meets when serving.
 """
 
 import random
@@ -90,7 +94,40 @@ def decline_rows(
     rng = random.Random(seed)
     for question in questions:
         for winner, why, quotes, answer in _pairs(question, pages, store):
-            yield _row(question, quotes, answer, winner, why, rng)
+            yield _row(question.question, split, quotes, answer, winner, why, rng)
+
+
+def episode_rows(
+    outcomes: Iterable[dict[str, Any]], *, split: Split = "train", seed: int = 0
+) -> Iterator[dict[str, Any]]:
+    """Rows from recorded episodes (`webgpt eval --json-out` outcomes): the policy's drafted
+    answer against the decline from the quotes it collected. The answer wins where it is
+    right and its quotes hold the gold answer; the decline wins over a factoid answer that
+    holds no gold answer and over any answer to an unanswerable question. Declines,
+    degenerate answers and long-form answers (no gold phrase to check) make no row, nor does
+    an episode that quoted a page of another split: no dev or test page is trained on."""
+    rng = random.Random(seed)
+    for outcome in outcomes:
+        quotes = [Quote(q["title"], q["url"], q["extract"]) for q in outcome.get("quotes") or []]
+        if (
+            not quotes
+            or not outcome["answer"]
+            or outcome["declined"]
+            or outcome.get("degenerate")
+            or any(split_of(quote.url) != split for quote in quotes)
+        ):
+            continue
+        if outcome["kind"] == "unanswerable":
+            winner, why = "decline", "unanswerable, drafted"
+        elif outcome["kind"] != "factoid":
+            continue
+        elif not outcome["correct"]:
+            winner, why = "decline", "wrong draft"
+        elif any(contains_gold(quote.extract, outcome["gold_answers"]) for quote in quotes):
+            winner, why = "answer", "holds"
+        else:
+            continue  # right, but not from its quotes: not the support the judgment weighs
+        yield _row(outcome["question"], split, quotes, outcome["answer"], winner, why, rng)
 
 
 def _pairs(
@@ -167,7 +204,8 @@ def _copied(quote: Quote) -> str | None:
 
 
 def _row(
-    question: Question,
+    question: str,
+    split: Split,
     quotes: list[Quote],
     answer: str,
     winner: str,
@@ -176,18 +214,18 @@ def _row(
 ) -> dict[str, Any]:
     sides = [quote.side() for quote in quotes]
     answered = {"quotes": sides, "answer": answer}
-    declined = {"quotes": sides, "answer": decline_answer(question.question)}
+    declined = {"quotes": sides, "answer": decline_answer(question)}
     answer_is_a = rng.random() < 0.5
     a, b = (answered, declined) if answer_is_a else (declined, answered)
     preference = "a" if (winner == "answer") == answer_is_a else "b"
     return {
-        "question": question.question,
+        "question": question,
         "a": a,
         "b": b,
         "preference": preference,
         "source": SOURCE,
         "why": why,
-        "split": question.split,
+        "split": split,
     }
 
 

@@ -4,6 +4,9 @@ The route keeps OpenAI's meanings (docs/service.md, "OpenAI chat completions"):
 - `n` choices, each its own browsing episode, in episode order; no reranking;
 - `best_of` (an extra body field, OpenAI's name for server-side reranking) runs that many
   episodes and returns the `n` the reward model scores highest;
+- the messages before the last user message are the conversation: a follow-up ("When did
+  he die?") is browsed made standalone from it (agent.followups), and each choice's message
+  says what was browsed (`question_asked`);
 - each choice's message carries our `references` (and `sources`, the same by page) and
   `declined`, and `annotations` in the shape OpenAI's web search uses (`url_citation`
   with the cited sentence's span);
@@ -40,7 +43,7 @@ OPENAI_ERROR_TYPES = {
 def answer_request(chat: ChatRequest) -> tuple[AnswerRequest, bool]:
     """The answer a chat request asks for, and whether the reward model reranks its episodes."""
     try:
-        question = chat.question()
+        question, history = chat.question(), chat.history()
     except ValueError as error:
         raise InvalidRequest(str(error)) from None
     if chat.best_of is not None and chat.best_of < chat.n:
@@ -48,6 +51,7 @@ def answer_request(chat: ChatRequest) -> tuple[AnswerRequest, bool]:
     request = AnswerRequest.model_validate(
         {
             "question": question,
+            "history": history,
             "n": chat.best_of or chat.n,
             "temperature": chat.temperature,
             "deadline_s": chat.deadline_s,
@@ -92,9 +96,11 @@ def url_citations(text: str, references: list[Reference]) -> list[dict[str, Any]
     return annotations
 
 
-def citations(candidate: Candidate) -> dict[str, Any]:
-    """What a choice's message carries beside its text."""
+def citations(candidate: Candidate, result: AnswerResult) -> dict[str, Any]:
+    """What a choice's message carries beside its text: its quotes, and what was browsed
+    (`question_asked`: a follow-up made standalone from the conversation)."""
     extras: dict[str, Any] = {
+        "question_asked": result.question_asked,
         "references": [r.model_dump(mode="json") for r in candidate.references],
         "sources": [s.model_dump(mode="json") for s in sources_of(candidate.references)],
         "declined": candidate.declined,
@@ -125,7 +131,7 @@ def completion(
             "message": {
                 "role": "assistant",
                 "content": candidate.answer or "",
-                **citations(candidate),
+                **citations(candidate, result),
             },
         }
         for index, candidate in enumerate(chosen(result, chat.n, reranked))
@@ -182,7 +188,7 @@ async def chunks(
             for index, candidate in enumerate(picked):
                 if candidate.answer:
                     yield chunk([delta(index, {"content": candidate.answer})])
-            yield chunk([delta(i, citations(c), "stop") for i, c in enumerate(picked)])
+            yield chunk([delta(i, citations(c, result), "stop") for i, c in enumerate(picked)])
             if include_usage:
                 yield chunk([], usage=usage(result))
         elif isinstance(event, StreamErrorEvent):

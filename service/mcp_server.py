@@ -38,8 +38,10 @@ from webgpt.service.errors import (
     validation_message,
 )
 from webgpt.service.protocol import (
+    MAX_HISTORY_TURNS,
     AnswerRequest,
     FinalEvent,
+    HistoryTurn,
     SessionState,
     Source,
     StreamErrorEvent,
@@ -70,6 +72,9 @@ class ToolAnswer(BaseModel):
     sources: list[Source] = Field(description="the references listed under the page of each")
     versions: dict[str, str | int | None]
     id: str | None = Field(None, description="the answer's id for POST /feedback")
+    question_asked: str | None = Field(
+        None, description="what was browsed: the question, or a follow-up made standalone"
+    )
 
 
 def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
@@ -116,12 +121,27 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
         engine: Annotated[
             str | None, Field(description="search engine; default the service's")
         ] = None,
+        history: Annotated[
+            list[HistoryTurn],
+            Field(
+                max_length=MAX_HISTORY_TURNS,
+                description="the conversation before the question, oldest first "
+                "([{role: user|assistant, content}]): a follow-up such as 'When did he die?' "
+                "is browsed made standalone from it (question_asked)",
+            ),
+        ] = [],  # noqa: B006 (a tool's schema default; never mutated)
     ) -> ToolAnswer:
         """Answer a question by browsing the web: a long-form answer whose every claim
         cites a quote ([n] -> references[n-1]). Reports progress per browsing action."""
         try:
             request = AnswerRequest.model_validate(
-                {"question": question, "n": best_of, "max_actions": max_actions, "engine": engine}
+                {
+                    "question": question,
+                    "n": best_of,
+                    "max_actions": max_actions,
+                    "engine": engine,
+                    "history": history,
+                }
             )
         except ValidationError as error:
             raise ToolError(validation_message(error.errors())) from None
@@ -145,6 +165,7 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
                             sources=result.sources,
                             versions=result.versions,
                             id=result.id,
+                            question_asked=result.question_asked,
                         )
                     elif isinstance(event, StreamErrorEvent):
                         raise ToolError(event.message)
@@ -254,6 +275,7 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
                 sources=sources_of(result.references),
                 versions={"policy": policy},
                 id=None,  # not recorded: no answer record for feedback to name
+                question_asked=opened.session.question,
             )
 
         return await reported(run())

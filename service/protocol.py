@@ -6,6 +6,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from pydantic_core import PydanticCustomError
 
 from webgpt.agent.answer import AnswerResult
+from webgpt.agent.followups import Turn
 from webgpt.agent.trace import Reference, TraceEvent
 from webgpt.browser.events import BrowserEvent, CollectedQuote, EndReason
 
@@ -21,10 +22,33 @@ def _not_blank(value: object) -> object:
 Text = Annotated[str, BeforeValidator(_not_blank)]
 
 
+# Earlier messages a request may carry, and their length (a longer one is cut, in a chat
+# request, or refused); a follow-up is read against the last exchange.
+MAX_HISTORY_TURNS = 50
+MAX_TURN_CHARS = 20_000
+
+
+class HistoryTurn(BaseModel):
+    """A message of the conversation before the question: what the user asked or the
+    assistant answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=MAX_TURN_CHARS)
+
+
 class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: Text = Field(min_length=1)
+    # The conversation before the question, oldest first: a follow-up ("When did he die?")
+    # is browsed made standalone from it (agent.followups; the answer's question_asked).
+    history: list[HistoryTurn] = Field(default_factory=list, max_length=MAX_HISTORY_TURNS)
+
+    def conversation(self) -> list[Turn]:
+        return [Turn(turn.role, turn.content) for turn in self.history]
+
     n: int = Field(1, ge=1)
     # None: agent.episode.answer_temperature(n), 0 for one episode and 0.8 for more.
     temperature: float | None = Field(None, ge=0.0, le=2.0)
@@ -266,9 +290,25 @@ class ChatRequest(BaseModel):
     deadline_s: float | None = Field(None, gt=0, description="as /answer's (extra body)")
 
     def question(self) -> str:
-        for message in reversed(self.messages):
+        return self.messages[self._last_question()].text().strip()
+
+    def history(self) -> list[HistoryTurn]:
+        """The user's and the assistant's messages before the question, the last
+        MAX_HISTORY_TURNS of them (system and tool messages say nothing a follow-up points
+        to)."""
+        before = self.messages[: self._last_question()]
+        turns = [
+            HistoryTurn(role=m.role, content=m.text()[:MAX_TURN_CHARS])  # type: ignore[arg-type]
+            for m in before
+            if m.role in ("user", "assistant")
+        ]
+        return turns[-MAX_HISTORY_TURNS:]
+
+    def _last_question(self) -> int:
+        for index in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[index]
             if message.role == "user" and message.text().strip():
-                return message.text().strip()
+                return index
         raise ValueError("no user message with text")
 
 

@@ -277,6 +277,7 @@ class AnswerService:
                     request.n,
                     emit=keep if request.include_trace else None,
                     rerank=rerank,
+                    history=request.conversation(),
                 )
 
         result = await self._within_deadline(self._deadline_s(request), run())
@@ -341,7 +342,13 @@ class AnswerService:
             reranks = rerank and request.n > 1
             async with self.admission.slot(), self._versions(reranks) as (policy, scorer):
                 agent = self._agent(request, policy, scorer)
-                return await agent.answer(request.question, request.n, emit=put, rerank=rerank)
+                return await agent.answer(
+                    request.question,
+                    request.n,
+                    emit=put,
+                    rerank=rerank,
+                    history=request.conversation(),
+                )
 
         task = asyncio.create_task(self._within_deadline(self._deadline_s(request), run()))
         getter: asyncio.Future[TraceEvent] | None = None

@@ -299,7 +299,8 @@ class FeedbackStore:
                 ]
                 sides.append({"quotes": quotes, "answer": candidate["answer"]})
             row = {
-                "question": result["question"],
+                # what the compared answers answer: a follow-up as it was made standalone
+                "question": result.get("question_asked") or result["question"],
                 "a": sides[0],
                 "b": sides[1],
                 "preference": preference,

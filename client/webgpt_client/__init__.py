@@ -2,7 +2,7 @@
 pydantic)."""
 
 from webgpt_client._admin import Admin, AsyncAdmin
-from webgpt_client._client import AsyncClient, Client
+from webgpt_client._client import AsyncClient, AsyncConversation, Client, Conversation
 from webgpt_client._exceptions import (
     APIConnectionError,
     APIError,
@@ -38,8 +38,10 @@ from webgpt_client.types import (
     Event,
     Feedback,
     FinalEvent,
+    FollowUpEvent,
     Grade,
     Health,
+    Message,
     Ratings,
     Readiness,
     ReadyCheck,
@@ -60,6 +62,7 @@ __all__ = [
     "AnyEvent",
     "AsyncAdmin",
     "AsyncClient",
+    "AsyncConversation",
     "AsyncJSONLines",
     "AsyncSessions",
     "AsyncStream",
@@ -71,16 +74,19 @@ __all__ = [
     "Client",
     "CollectedQuote",
     "ConflictError",
+    "Conversation",
     "DeadlineExceededError",
     "EpisodeErrorEvent",
     "ErrorEvent",
     "Event",
     "Feedback",
     "FinalEvent",
+    "FollowUpEvent",
     "Grade",
     "Health",
     "InternalServerError",
     "JSONLines",
+    "Message",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",

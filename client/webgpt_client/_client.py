@@ -4,6 +4,7 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -18,7 +19,7 @@ from webgpt_client._exceptions import (
 )
 from webgpt_client._sessions import AsyncSessions, Sessions
 from webgpt_client._streaming import AsyncStream, Stream
-from webgpt_client.types import Answer, Feedback, Grade, Health, Ratings, Readiness
+from webgpt_client.types import Answer, Feedback, Grade, Health, Message, Ratings, Readiness
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 # The service's retry rule (infra/retry.py), mirrored because this package ships alone;
@@ -177,14 +178,18 @@ class Client(_BaseClient):
         include_trace: bool | None = None,
         deadline_s: float | None = None,
         idempotency_key: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> Answer:
         """Answer a question; returns the final result. n: episodes to browse; with more than
         one, the service's reward model picks the best (its version in `versions`).
         deadline_s: the most the service may take (504 DeadlineExceededError past it).
         idempotency_key: the service answers a repeat of this request with its first answer,
-        so a timed-out request is retried too."""
+        so a timed-out request is retried too. history: the conversation before the
+        question, so a follow-up is browsed as the question it means (`question_asked`;
+        `conversation()` keeps it for you)."""
         body = self._body(
             question,
+            history=list(history) if history else None,
             n=n,
             temperature=temperature,
             max_actions=max_actions,
@@ -202,10 +207,12 @@ class Client(_BaseClient):
         temperature: float | None = None,
         max_actions: int | None = None,
         deadline_s: float | None = None,
+        history: Sequence[Message] | None = None,
     ) -> Stream:
         """Answer a question, getting the trace events as they happen (ends with `final`)."""
         body = self._body(
             question,
+            history=list(history) if history else None,
             n=n,
             temperature=temperature,
             max_actions=max_actions,
@@ -213,6 +220,11 @@ class Client(_BaseClient):
             stream=True,
         )
         return Stream(self._request("POST", "/answer", body, stream=True, accept=SSE))
+
+    def conversation(self) -> "Conversation":
+        """A conversation: each question is answered with the ones before it and their
+        answers, so "When did he die?" after "Who wrote Hamlet?" asks about Shakespeare."""
+        return Conversation(self)
 
     def feedback(
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
@@ -341,9 +353,11 @@ class AsyncClient(_BaseClient):
         include_trace: bool | None = None,
         deadline_s: float | None = None,
         idempotency_key: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> Answer:
         body = self._body(
             question,
+            history=list(history) if history else None,
             n=n,
             temperature=temperature,
             max_actions=max_actions,
@@ -361,9 +375,11 @@ class AsyncClient(_BaseClient):
         temperature: float | None = None,
         max_actions: int | None = None,
         deadline_s: float | None = None,
+        history: Sequence[Message] | None = None,
     ) -> AsyncStream:
         body = self._body(
             question,
+            history=list(history) if history else None,
             n=n,
             temperature=temperature,
             max_actions=max_actions,
@@ -371,6 +387,11 @@ class AsyncClient(_BaseClient):
             stream=True,
         )
         return AsyncStream(await self._request("POST", "/answer", body, stream=True, accept=SSE))
+
+    def conversation(self) -> "AsyncConversation":
+        """A conversation: each question is answered with the ones before it and their
+        answers, so "When did he die?" after "Who wrote Hamlet?" asks about Shakespeare."""
+        return AsyncConversation(self)
 
     async def feedback(
         self, answer_id: str, *, better: int, worse: int, tie: bool = False, note: str | None = None
@@ -461,3 +482,40 @@ class AsyncClient(_BaseClient):
 
 
 __all__ = ["APIStatusError", "AsyncClient", "Client"]
+
+
+class Conversation:
+    """Questions asked one after another, each answered with the conversation so far
+    (`Client.conversation()`). `history` is what the service is sent: each question and
+    the answer served to it."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.history: list[Message] = []
+
+    def ask(self, question: str, **options: Any) -> Answer:
+        """Answer a question of the conversation (options as `Client.answer`'s); a follow-up
+        is browsed as the question it means (`Answer.question_asked`)."""
+        answer = self._client.answer(question, history=self.history, **options)
+        self.history += _exchange(question, answer)
+        return answer
+
+
+class AsyncConversation:
+    """Conversation, for AsyncClient."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+        self.history: list[Message] = []
+
+    async def ask(self, question: str, **options: Any) -> Answer:
+        answer = await self._client.answer(question, history=self.history, **options)
+        self.history += _exchange(question, answer)
+        return answer
+
+
+def _exchange(question: str, answer: Answer) -> list[Message]:
+    return [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": answer.answer or ""},
+    ]

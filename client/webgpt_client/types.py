@@ -1,7 +1,7 @@
 """Typed results and stream events. Unknown fields are kept, so a newer service does not
 break an older SDK; unknown event types arrive as `Event`."""
 
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,6 +44,7 @@ class Candidate(_Model):
     reward: float | None
     references: list[Reference]
     end_reason: str | None
+    invalid_actions: int = 0  # commands the browser refused: the policy wrote outside its grammar
     error: str | None = None
 
 
@@ -55,9 +56,19 @@ class Usage(_Model):
     page_cache_hits: int = 0
 
 
+class Message(TypedDict):
+    """A message of a conversation, as `history` takes it (OpenAI's shape)."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
 class Answer(_Model):
     id: str
     question: str
+    # What was browsed: the question, or a follow-up made standalone from the history
+    # ("When did he die?" -> "When did William Shakespeare die?"); None: nothing browsed.
+    question_asked: str | None = None
     answer: str | None
     declined: bool = False  # the answer says the pages found do not answer; it cites nothing
     references: list[Reference]  # one per quote: [n] cites references[n - 1]
@@ -155,6 +166,16 @@ class Event(_Model):
     type: str
 
 
+class FollowUpEvent(Event):
+    """The question was a follow-up, browsed made standalone from the conversation."""
+
+    type: Literal["follow_up"]
+    question: str
+    question_asked: str
+    replaced: list[tuple[str, str]]  # (pronoun, what it was taken to mean)
+    by: str  # what made it standalone: "rule"
+
+
 class ActionEvent(Event):
     type: Literal["action"]
     episode: int
@@ -198,7 +219,8 @@ class ErrorEvent(Event):
 
 
 AnyEvent = (
-    ActionEvent
+    FollowUpEvent
+    | ActionEvent
     | AnswerDeltaEvent
     | CandidateEvent
     | EpisodeErrorEvent
@@ -207,6 +229,7 @@ AnyEvent = (
     | Event
 )
 _TYPED: dict[str, type[Event]] = {
+    "follow_up": FollowUpEvent,
     "action": ActionEvent,
     "answer_delta": AnswerDeltaEvent,
     "candidate": CandidateEvent,

@@ -136,7 +136,7 @@ function describe(action) {
   switch (event.type) {
     case "search": return ["Search: " + event.query + " (" + event.results.length + " results)"];
     case "page": return [(event.via === "back" ? "Back to " : "Opened ") + event.title];
-    case "quote": return event.quote ? ["Quoted: “" + event.quote.extract + "”", "quote"] : ["Quote not found"];
+    case "quote": return ["Quoted: “" + event.quote.extract + "”", "quote"];
     case "find": return ["Find “" + event.text + "”" + (event.found ? "" : " (not found)")];
     case "scroll": return ["Scrolled to lines " + event.first_line + "–" + event.last_line];
     case "end": return ["Ended: " + event.reason];
@@ -272,7 +272,7 @@ function eventMessage(event) {
   if (!event) return "";
   switch (event.type) {
     case "invalid_action": return "Not done: " + event.reason;
-    case "quote": return event.quote ? "Quoted (" + event.total_chars + " characters in all)." : "That text is not on the page.";
+    case "quote": return "Quoted (" + event.total_chars + " characters in all).";
     case "find": return event.found ? "" : "“" + event.text + "” is not on the rest of the page.";
     case "search": return event.error ? "Search failed: " + event.error : event.results.length + " results.";
     default: return "";

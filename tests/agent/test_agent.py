@@ -165,6 +165,58 @@ async def test_garbage_commands_are_invalid_actions_and_the_episode_ends(
     assert candidate.end_reason == "action_limit" and candidate.actions == 5
 
 
+async def test_a_server_that_ignores_the_grammar_gets_no_command_outside_it_executed(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The scripted server answers every step with its own command, as a server that drops
+    `structured_outputs` does: what the grammar would not have admitted is refused by the
+    session, said in the next observation and in the trace, and the episode goes on."""
+    real = CROW_EPISODE[2]
+    refused = {
+        "End: Answer": "needs a quote",
+        "Back": "no page to go back to",
+        "Clicked on link 77": "no link 77",
+        "Quote: Crows were never seen near people.": "not on the page in view",  # made up
+        real: "quoted already",
+    }
+    script.commands = [
+        "End: Answer",
+        "Back",
+        CROW_EPISODE[0],
+        "Clicked on link 77",
+        CROW_EPISODE[1],
+        "Quote: Crows were never seen near people.",
+        real,
+        real,
+        "End: Answer",
+    ]
+    answer = "Crows can recognise individual human faces and remember them for years [1]."
+    script.answers = [answer]
+    events: list[TraceEvent] = []
+
+    async def collect(event: TraceEvent) -> None:
+        events.append(event)
+
+    result = await Agent(web, policy).answer("Do crows recognise faces?", emit=collect)
+
+    assert result.answer == answer
+    assert [r.extract for r in result.references] == [real.removeprefix("Quote: ")]
+    [candidate] = result.candidates
+    assert candidate.invalid_actions == len(refused) and candidate.end_reason == "answer"
+    browsing = [r for r in script.requests if not r["stream"]]
+    actions = [e for e in events if e.type == "action"]
+    invalid = [
+        (a, r) for a, r in zip(actions, browsing, strict=True) if a.event.type == "invalid_action"
+    ]
+    assert len(invalid) == len(refused)
+    for (action, request), (command, why) in zip(invalid, refused.items(), strict=True):
+        assert action.command == command and why in action.event.reason  # type: ignore[union-attr]
+        assert not re.fullmatch(request["structured_outputs"]["regex"], command)
+    after = [r["prompt"] for r in browsing[1:]]  # each refusal is in the next observation
+    for action, _ in invalid:
+        assert any(f"Refused: {action.event.reason}" in prompt for prompt in after)  # type: ignore[union-attr]
+
+
 def test_dangling_citations_are_removed_and_reported() -> None:
     assert check_citations("Crows [1] and ravens [3] and owls [0].", 2) == (
         "Crows [1] and ravens and owls.",

@@ -312,11 +312,13 @@ async def test_an_episode_holds_an_explanation_to_two_quotes_and_two_citations(
     """run_episode passes the rule to both grammars: after one quote the browsing grammar
     offers no End: Answer, and the answer grammar wants the second quote cited."""
     second = "Crows can recognise individual human faces and remember them for years."
-    script.commands = [*CROW_EPISODE[:3], f"Quote: {second}", "End: Answer"]
-    script.answers = ["Crows are birds [1]. They remember faces [2]."]
+    first = "Quote: Crows are birds of the genus Corvus."
+    script.commands = [*CROW_EPISODE[:2], first, f"Quote: {second}", "End: Answer"]
+    answer = "Crows are birds of the genus Corvus [1]. They remember faces [2]."
+    script.answers = [answer]
     question = "How do crows recognise faces?"
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == "Crows are birds [1]. They remember faces [2]."
+    assert result.answer == answer
     browsing = [r for r in script.requests if not r.get("stream")]
     [answering] = [r for r in script.requests if r.get("stream")]
     after_one_quote = browsing[3]["structured_outputs"]["regex"]

@@ -27,7 +27,7 @@ async def open_page(session: BrowserSession, name: str) -> None:
     assert result.event.type == "page" and result.event.kind == "html"
 
 
-async def test_invalid_actions_count_and_change_nothing(
+async def test_invalid_actions_count_say_why_and_change_nothing_else(
     web: FixtureWeb, workers: RenderWorkers
 ) -> None:
     session = make_session(web, workers, max_actions=5)
@@ -36,7 +36,10 @@ async def test_invalid_actions_count_and_change_nothing(
     result = await session.step("please show me the answer")
     assert result.event.type == "invalid_action"
     assert not result.done
-    assert result.observation == before.replace("Actions left: 5", "Actions left: 4")
+    refused = "Refused: not a browsing command: 'please show me the answer'"
+    assert result.observation == before.replace("Actions left: 5", "Actions left: 4").replace(
+        "♦Past actions\n", f"♦Past actions\n{refused}\n"
+    )
     for text in ("Clicked on link 7", "Back", "Quote: anything"):  # no page, no history
         assert (await session.step(text)).event.type == "invalid_action"
     last = await session.step("Top")
@@ -51,8 +54,10 @@ async def test_quote_budget_ends_browsing_and_caps_the_quotes(
     session = make_session(web, workers, quote_budget_chars=50)
     session.reset("q")
     await open_page(session, "article")
+    await session.step("Find in page: the secret ingredient")
     first = await session.step("Quote: the secret ingredient is patience")
     assert not first.done
+    await session.step("Find in page: Paragraph 12.")
     second = await session.step("Quote: Paragraph 12.━number 13")
     assert second.done and session.end_reason == "quote_budget"
     assert session.quote_chars == 50
@@ -64,6 +69,7 @@ async def test_answer_prompt_has_the_exact_format(web: FixtureWeb, workers: Rend
     with pytest.raises(EpisodeOver):
         session.answer_prompt()
     await open_page(session, "article")
+    await session.step("Find in page: the secret ingredient")
     await session.step("Quote: the secret ingredient is patience")
     result = await session.step("End: Answer")
     assert result.done and session.end_reason == "answer"
@@ -72,6 +78,37 @@ async def test_answer_prompt_has_the_exact_format(web: FixtureWeb, workers: Rend
         "the secret ingredient is patience■"
     )
     assert session.answer_prompt() == answer_prompt(session.question, session.quotes)
+
+
+async def test_the_session_holds_every_driver_to_the_command_contract(
+    web: FixtureWeb, workers: RenderWorkers
+) -> None:
+    """What the grammar would not offer is refused here too, for a driver that has no
+    grammar: each refusal says why, counts as an action and changes nothing else."""
+    session = make_session(web, workers)
+    session.reset("q")
+
+    async def refused(command: str, why: str) -> None:
+        quotes, view = list(session.quotes), session.window()
+        result = await session.step(command)
+        assert result.event.type == "invalid_action" and why in result.event.reason
+        assert f"Refused: {result.event.reason}" in result.observation
+        assert (session.quotes, session.window()) == (quotes, view) and not result.done
+
+    await refused("Back", "there is no page to go back to")
+    await refused("End: Answer", "End: Answer needs a quote to answer from")
+    await open_page(session, "article")
+    await refused("Clicked on link 99", "there is no link 99 on this page")
+    await refused("Quote: the secret ingredient is patience", "not on the page in view")
+    await refused("Quote: Paragraph 1.━the secret ingredient", "not on the page in view")
+    in_view = "Paragraph 1. Sourdough relies on wild yeast and lactic acid bacteria."
+    taken = await session.step(f"Quote: {in_view.upper().replace(' ', '  ')}")  # case, spacing free
+    assert taken.event.type == "quote" and taken.event.quote.extract == in_view
+    again = await session.step(f"Quote: {in_view}")
+    assert again.event.type == "invalid_action" and "quoted already" in again.event.reason
+    assert len(session.quotes) == 1
+    assert session.actions_taken == 9
+    assert (await session.step("End: Answer")).done
 
 
 @pytest.mark.parametrize("reason", ["Nonsense", "Controversial"])
