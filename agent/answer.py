@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from webgpt.agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import AgentError, ConfigurationError, PolicyError
-from webgpt.agent.followups import Turn, standalone_question
+from webgpt.agent.followups import Turn, made_standalone
 from webgpt.agent.policy import Policy, Usage
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import CandidateEvent, EpisodeErrorEvent, FollowUpEvent, Reference
@@ -103,13 +103,14 @@ class Agent:
         question = question.strip()
         if not question:
             raise ConfigurationError("the question is empty")
-        standalone = standalone_question(question, history)
+        standalone = await made_standalone(question, history, self.policy)
         if standalone.rewritten and emit is not None:
             await emit(
                 FollowUpEvent(
                     question=question,
                     question_asked=standalone.question,
                     replaced=list(standalone.replaced),
+                    by=standalone.by,
                 )
             )
         if n < 1:

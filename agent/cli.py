@@ -21,9 +21,9 @@ from webgpt.agent.model import (
     prepare_default_reward_model,
     reward_model_folder,
 )
-from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.registry import PolicyRegistry, describe, is_adapter
 from webgpt.agent.scoring import Scorer
+from webgpt.agent.targets import POLICY_FORMAT_HELP, policy_client
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import ENGINES, Web, WebOptions
 from webgpt.infra.vllm_server import (
@@ -102,6 +102,19 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         metavar="M",
         help="with --decline-judge: how far the decline's score must pass the answer's",
     )
+
+
+def add_policy_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy-format", choices=["completion", "chat"], default="completion",
+        help=POLICY_FORMAT_HELP,
+    )  # fmt: skip
+
+
+def is_guided(args: argparse.Namespace) -> bool:
+    """Guided decoding: on unless --no-guided, and never for a chat policy, whose tool
+    calls carry no grammar (the browser's command contract still holds them)."""
+    return not args.no_guided and args.policy_format == "completion"
 
 
 def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
@@ -202,6 +215,7 @@ def register(
         help="default: 0 for one episode, 0.8 for --n > 1 (docs/eval/promotion-rules-sampling.md)",
     )
     answer.add_argument("--no-guided", action="store_true", help="do not constrain commands")
+    add_policy_format(answer)
     answer.add_argument(
         "--allow-refusal", action="store_true", help="guided: offer End: Nonsense/Controversial"
     )
@@ -321,14 +335,14 @@ async def _answer_async(
 ) -> AnswerResult:
     options = WebOptions.from_env(engine=args.engine, js_mode=args.js)
     web = Web(options)
-    policy = OpenAIPolicy(url, model, api_key=args.policy_key, guided=not args.no_guided)
+    policy = policy_client(url, model, args.policy_key, is_guided(args), args.policy_format)
     agent = Agent(
         web,
         policy,
         scorer=scorer,
         episode=EpisodeConfig(
             temperature=answer_temperature(args.n, args.temperature),
-            guided=not args.no_guided,
+            guided=is_guided(args),
             allow_refusal=args.allow_refusal,
             decline_judge=judge,
             **answer_rules(args),

@@ -16,14 +16,20 @@ hamlet" names "Hamlet" once the answer says "Hamlet").
 Left as they stand: a pronoun after a name of the follow-up's own ("Who painted the Mona
 Lisa and when did he die?"), "it" that points to nothing ("how long does it take", "is it
 true that"), "there" that says something exists ("is there", "there are"), and any pronoun
-with nothing in the last exchange to point to. This is a rule, and the trace says so
-(agent.trace.FollowUpEvent).
+with nothing in the last exchange to point to.
+That is a rule, for a policy that cannot rewrite a question (the trained default writes
+commands and answers only). A policy that can (a chat model: agent.policy.RewritesFollowUps)
+rewrites the follow-up itself, and the rule is its fallback where it fails or writes
+nothing (`made_standalone`); the trace says which did (agent.trace.FollowUpEvent.by).
 """
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from webgpt.agent.errors import PolicyError
+from webgpt.agent.policy import Policy, RewritesFollowUps
 
 _PERSON = frozenset({"he", "she", "him", "his", "her", "hers"})
 _THING = frozenset({"it", "its", "they", "them", "their"})
@@ -60,10 +66,22 @@ class Turn:
 class Standalone:
     question: str  # the question to browse: the follow-up with its referents in place
     replaced: tuple[tuple[str, str], ...]  # (pronoun, what it was taken to mean), in order
+    by: Literal["rule", "policy"] = "rule"
+    rewritten: bool = False
 
-    @property
-    def rewritten(self) -> bool:
-        return bool(self.replaced)
+
+async def made_standalone(question: str, history: Sequence[Turn], policy: Policy) -> Standalone:
+    """The question made standalone by the policy where it can rewrite one, else (or where
+    it fails or writes nothing) by the rule."""
+    if history and isinstance(policy, RewritesFollowUps):
+        messages = [(turn.role, turn.content) for turn in history]
+        try:
+            written = (await policy.rewrite_follow_up(question, messages)).strip()
+        except PolicyError:
+            written = ""
+        if written:
+            return Standalone(written, (), by="policy", rewritten=written != question)
+    return standalone_question(question, history)
 
 
 def standalone_question(question: str, history: Sequence[Turn]) -> Standalone:
@@ -102,7 +120,8 @@ def standalone_question(question: str, history: Sequence[Turn]) -> Standalone:
             return f"{named}'s"
         return f"in {named}" if pronoun in _PLACE else named
 
-    return Standalone(_PRONOUN.sub(replace, question), tuple(replaced))
+    rewritten = _PRONOUN.sub(replace, question)
+    return Standalone(rewritten, tuple(replaced), rewritten=bool(replaced))
 
 
 def _last_exchange(history: Sequence[Turn]) -> tuple[str | None, str | None]:

@@ -35,6 +35,7 @@ class OpenAIPolicy:
     model: str
     api_key: str | None = None
     guided: bool = True  # send regex constraints as vLLM structured outputs
+    endpoint: str = "/completions"  # the route under base_url requests go to
     timeout_s: float = 120.0
     connect_timeout_s: float = 5.0
     max_retries: int = 3
@@ -204,7 +205,7 @@ class OpenAIPolicy:
             raise PolicyUnavailable(f"the policy server at {self.base_url} is down (cooling down)")
         client = self._http()
         rule = RetryPolicy(self.max_retries, self.backoff_s)
-        request = client.build_request("POST", "/completions", json=payload)
+        request = client.build_request("POST", self.endpoint, json=payload)
         try:
             response = await rule.send(lambda: client.send(request, stream=stream), self.base_url)
         except httpx.HTTPError as error:

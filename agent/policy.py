@@ -80,3 +80,14 @@ class ScoresContinuations(Protocol):
         """log P(continuation | prompt), summed over the continuation's tokens, and the
         tokens the request took."""
         ...
+
+
+@runtime_checkable
+class RewritesFollowUps(Protocol):
+    """A policy that can make a follow-up question standalone from the conversation (a
+    chat model can; the trained completion-format policy cannot, and the rule of
+    agent.followups does it for that one)."""
+
+    async def rewrite_follow_up(self, question: str, history: Sequence[tuple[str, str]]) -> str:
+        """The question as it reads alone, from history's (role, content) messages."""
+        ...

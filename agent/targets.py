@@ -5,7 +5,9 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Literal
 
+from webgpt.agent.chat_policy import ChatPolicy
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.infra.vllm_server import print_progress
@@ -16,6 +18,23 @@ POLICY_HELP = (
     "for the run), or URL,MODEL of a running OpenAI-compatible "
     "server (default: `default`)"
 )
+
+
+PolicyFormat = Literal["completion", "chat"]
+POLICY_FORMAT_HELP = (
+    "completion: the trained default's format (`/completions`, commands as text under guided "
+    "decoding); chat: a chat model's (`/chat/completions`, the commands as tools, unguided; "
+    'docs/agent.md, "Bring your own model")'
+)
+
+
+def policy_client(
+    url: str, model: str, api_key: str | None, guided: bool, policy_format: PolicyFormat
+) -> OpenAIPolicy:
+    """A client of the policy at url in its format; a chat policy is never guided."""
+    if policy_format == "chat":
+        return ChatPolicy(url, model, api_key=api_key, guided=False)
+    return OpenAIPolicy(url, model, api_key=api_key, guided=guided)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +71,10 @@ def parse_policy_target(spec: str) -> PolicyTarget:
 
 @contextlib.asynccontextmanager
 async def serving(
-    target: PolicyTarget, api_key: str | None, guided: bool
+    target: PolicyTarget,
+    api_key: str | None,
+    guided: bool,
+    policy_format: PolicyFormat = "completion",
 ) -> AsyncIterator[OpenAIPolicy]:
     """A client of target's policy; a checkpoint folder is served by a local vLLM (started
     here, stopped on exit)."""
@@ -74,7 +96,7 @@ async def serving(
         )
         url, model = running.url, running.model
     assert url is not None and model is not None
-    policy = OpenAIPolicy(url, model, api_key=api_key, guided=guided)
+    policy = policy_client(url, model, api_key, guided, policy_format)
     try:
         yield policy
     finally:

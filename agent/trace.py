@@ -21,8 +21,8 @@ class FollowUpEvent(_Event):
     type: Literal["follow_up"] = "follow_up"
     question: str  # as the user wrote it
     question_asked: str  # what the episodes browse
-    replaced: list[tuple[str, str]]  # (pronoun, what it was taken to mean)
-    by: Literal["rule"] = "rule"
+    replaced: list[tuple[str, str]]  # (pronoun, what it was taken to mean); by the rule
+    by: Literal["rule", "policy"] = "rule"  # what made it standalone
 
 
 class EpisodeStartEvent(_Event):

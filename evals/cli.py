@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 from webgpt.agent.cli import (
     REGISTRY_HELP,
     add_answer_rules,
+    add_policy_format,
     answer_rules,
+    is_guided,
     open_decline_judge,
     registry_of,
 )
@@ -64,6 +66,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     evaluate.add_argument("--policy-key", default=None)
     evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
+    add_policy_format(evaluate)
     evaluate.add_argument("--max-actions", type=int, default=20)
     evaluate.add_argument("--temperature", type=float, default=0.0)
     add_answer_rules(evaluate)
@@ -308,7 +311,7 @@ def _episode_settings(
 
     episode = EpisodeConfig(
         temperature=args.temperature,
-        guided=not args.no_guided,
+        guided=is_guided(args),
         decline_judge=judge,
         **answer_rules(args),
     )
@@ -333,6 +336,7 @@ async def _eval_one(
             questions,
             store=args.store,
             policy_key=args.policy_key,
+            policy_format=args.policy_format,
             episode=episode,
             session=session,
             scorer=scorer,
@@ -487,7 +491,7 @@ async def _best_of_one(
     scorer = open_scorer(args.reward_model, None)
     try:
         episode, session = _episode_settings(args)
-        async with serving(target, args.policy_key, not args.no_guided) as policy:
+        async with serving(target, args.policy_key, is_guided(args), args.policy_format) as policy:
             return await sample_best_of(
                 target.label,
                 policy,

@@ -43,7 +43,7 @@ from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import PolicyError
 from webgpt.agent.policy import Policy
 from webgpt.agent.scoring import ScoredAnswer, Scorer
-from webgpt.agent.targets import PolicyTarget, serving
+from webgpt.agent.targets import PolicyFormat, PolicyTarget, serving
 from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, offline_web
@@ -326,6 +326,7 @@ async def evaluate_target(
     *,
     store: Path | None,
     policy_key: str | None,
+    policy_format: PolicyFormat = "completion",
     episode: EpisodeConfig,
     session: SessionConfig,
     scorer: Scorer | None = None,
@@ -336,7 +337,7 @@ async def evaluate_target(
     promotion gate (agent.promotion) measure the same way."""
     web = offline_web(store)
     try:
-        async with serving(target, policy_key, episode.guided) as policy:
+        async with serving(target, policy_key, episode.guided, policy_format) as policy:
             return await evaluate_policy(
                 target.label,
                 policy,

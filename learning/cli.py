@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from webgpt.agent.cli import add_policy_format
 from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
@@ -42,6 +43,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "sampling; the current policy: expert iteration): " + POLICY_HELP,
     )
     generate.add_argument("--policy-key", default=None, help="bearer key for a URL teacher")
+    add_policy_format(generate)
     generate.add_argument("--out", type=Path, required=True, help="demonstrations JSONL")
     generate.add_argument(
         "--questions",
@@ -270,12 +272,13 @@ async def _teacher_demonstrations(
         async with gate:
             kept[index] = await teacher_demonstration(
                 questions[index], web, teacher, attempts=args.attempts,
-                temperature=args.temperature,
+                temperature=args.temperature, guided=args.policy_format == "completion",
             )  # fmt: skip
         done += 1
         _generate_progress(done, len(questions), sum(d is not None for d in kept))
 
-    async with serving(target, args.policy_key, guided=True) as teacher:
+    guided = args.policy_format == "completion"
+    async with serving(target, args.policy_key, guided, args.policy_format) as teacher:
         await asyncio.gather(*(one(i, teacher) for i in range(len(questions))))
     return [demo for demo in kept if demo is not None]
 

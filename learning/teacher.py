@@ -24,14 +24,15 @@ async def teacher_demonstration(
     attempts: int = 2,
     temperature: float = 0.8,
     session: SessionConfig | None = None,
+    guided: bool = True,
 ) -> Demonstration | None:
-    """The first of `attempts` teacher episodes worth learning from, or None."""
+    """The first of `attempts` teacher episodes worth learning from, or None. A chat-format
+    teacher (agent.chat_policy) runs unguided: its tool calls carry no grammar."""
     config = session or SessionConfig(max_actions=20)
+    episode = EpisodeConfig(temperature=temperature, guided=guided)
     for attempt in range(attempts):
         browser = web.session(config=config)
-        result = await run_episode(
-            0, browser, teacher, question.question, EpisodeConfig(temperature=temperature)
-        )
+        result = await run_episode(0, browser, teacher, question.question, episode)
         answer = result.answer
         if answer is None or not browser.quotes or not worth_learning(question, result):
             continue
@@ -58,9 +59,10 @@ def worth_learning(question: Question, result: EpisodeResult) -> bool:
     collected: a factoid with a cited answer that states a gold answer; a long-form
     question in WebGPT's style (two distinct sentences or more, citing two quotes or
     more: evals.evaluate.is_long_form); an unanswerable one with a decline. A decline of
-    an answerable question is never kept."""
+    an answerable question is never kept, nor an episode with a command the browser
+    refused (a student would learn to write it)."""
     answer = result.answer
-    if not answer:
+    if not answer or result.invalid_actions:
         return False
     if is_declined(answer):
         return question.kind == "unanswerable"

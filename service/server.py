@@ -8,7 +8,7 @@ import uvicorn
 
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import default_policy_server
-from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.targets import policy_client
 from webgpt.browser.web import Web, WebOptions
 from webgpt.infra.checkpoints import load_manifest
 from webgpt.infra.vllm_server import lora_server_config, print_progress, start_lora_server
@@ -46,6 +46,14 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     judge = build_decline_judge(settings)
     if (settings.policy_url is None) != (settings.policy_model is None):
         raise ConfigurationError("set the policy URL and model together")
+    if settings.policy_format == "chat" and (
+        settings.policy_url is None or settings.policy_checkpoint is not None
+    ):
+        raise ConfigurationError(
+            "WEBGPT_POLICY_FORMAT=chat is for a chat model you bring: set WEBGPT_POLICY_URL and "
+            "WEBGPT_POLICY_MODEL (the trained versions of WEBGPT_POLICY_CHECKPOINT are "
+            "completion-format)"
+        )
     key = settings.policy_key.get_secret_value() if settings.policy_key else None
     web = Web(WebOptions.from_env(engine=settings.engine))
     store = FeedbackStore(settings.database(), connect=False)  # it may be down: spooled
@@ -57,7 +65,7 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     else:
         running = default_policy_server(print_progress)
         url, model = running.url, running.model
-    policy = OpenAIPolicy(url, model, api_key=key)
+    policy = policy_client(url, model, key, guided=True, policy_format=settings.policy_format)
     return AnswerService(settings, web, policy, scorer, Metrics(), store, decline_judge=judge)
 
 

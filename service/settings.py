@@ -37,6 +37,10 @@ class ServiceSettings(Settings):
     policy_url: str | None = None  # None: the local vLLM server of the embedded default
     policy_model: str | None = None
     policy_key: SecretStr | None = None
+    # The policy's format (agent.targets.policy_client): the trained default's completion
+    # format, or a chat model's tool calls at policy_url (docs/agent.md, "Bring your own
+    # model"), whose episodes run unguided.
+    policy_format: Literal["completion", "chat"] = "completion"
     # A policy registry alias (registry/policy/current, agent.registry) whose version, a LoRA
     # adapter, the service serves and follows (service.policies): loaded at run time into the
     # vLLM server at policy_url, whose policy_model is then the adapters' base; without
@@ -166,6 +170,7 @@ class ServiceSettings(Settings):
 
         return EpisodeConfig(
             temperature=temperature,
+            guided=self.policy_format == "completion",
             decline_threshold=self.decline_threshold,
             **self.answer_rules(),
         )

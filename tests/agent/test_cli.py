@@ -192,3 +192,26 @@ def test_model_serve_names_a_checkpoint_after_its_folder_and_keeps_it_apart_from
 
     with pytest.raises(ConfigurationError, match="no checkpoint folder"):
         served_model(tmp_path / "missing", port=8401)
+
+
+@pytest.mark.slow  # starts a process
+def test_answer_with_a_chat_model(offline_store: Path) -> None:
+    """`--policy-format chat`: the commands as tool calls of a llama.cpp-style server."""
+    from tests.agent.test_chat_policy import ANSWER, chat_server
+    from tests.servers import serve
+
+    requests: list[dict[str, object]] = []
+    with serve(chat_server("llama.cpp", requests)) as base:
+        result = answer(
+            offline_store,
+            "What genus are crows?",
+            "--policy-url",
+            f"{base}/v1",
+            "--policy-model",
+            "chat-model",
+            "--policy-format",
+            "chat",
+        )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{ANSWER}\n\n[1] Crow — https://en.wikipedia.org/wiki/Crow\n"
+    assert len(requests) == 5 and all(r["tool_choice"] == "required" for r in requests)

@@ -12,6 +12,7 @@ import pytest
 
 from tests.servers import free_port
 from webgpt.agent.answer import Agent
+from webgpt.agent.chat_policy import ChatPolicy
 from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig
 from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.hf_policy import TransformersPolicy
@@ -28,6 +29,8 @@ from webgpt.infra.vllm_server import RunningServer, ServerConfig, start, stop
 from webgpt.learning.rl.rollouts import RecordingPolicy
 
 pytestmark = pytest.mark.slow
+# What agent.chat_policy makes of a call of each browsing tool.
+CHAT_COMMANDS = r"(Search|Clicked on link|Find in page:|Quote:|Scrolled (down|up)|Back|End: Answer)"
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +193,34 @@ async def test_the_default_policy_answers_the_demo_questions(
     assert len(how.references) >= 2
     # the quotes show no 2030, so the answer rules hold the policy to a decline
     assert future.declined and future.references == [], future.answer
+
+
+async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
+    web: Web, vllm: RunningServer
+) -> None:
+    """`--policy-format chat` against vLLM itself: the embedded model behind
+    /v1/chat/completions with its own chat template, each step a tool call (tool_choice
+    "required": vLLM constrains the call to the tools' schemas), one episode end to end."""
+    policy = ChatPolicy(vllm.url, vllm.model, guided=False)
+    try:
+        session = web.session()
+        observation = session.reset("Can crows recognise people?")
+        step = await policy.complete(
+            browsing_prompt(observation), Sampling(temperature=0.0, max_tokens=64)
+        )
+        [command] = step.choices
+        assert re.match(CHAT_COMMANDS, command.text), command.text  # a call of a tool offered
+        assert step.usage.prompt_tokens > 0 and step.usage.completion_tokens > 0
+        agent = Agent(
+            web,
+            policy,
+            episode=EpisodeConfig(guided=False, temperature=0.0),
+            session=SessionConfig(max_actions=6),
+        )
+        result = await agent.answer("Can crows recognise people?")
+    finally:
+        await policy.aclose()
+    [candidate] = result.candidates
+    assert candidate.error is None and candidate.actions >= 1
+    assert candidate.end_reason in ("answer", "action_limit")
+    assert result.versions["policy"] == vllm.model

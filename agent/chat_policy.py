@@ -1,0 +1,232 @@
+"""A chat model as the policy: the browser's commands as tools of OpenAI's chat completions.
+
+`--policy-format chat` for a model someone brings (an instruct model on vLLM, llama.cpp's
+server, Ollama's OpenAI route, a hosted API): each browsing step is one request to
+`{base_url}/chat/completions` with a system message that states the task and the answer
+style, the observation as the user's message (it holds the question, the quotes so far,
+the past actions and the page in view, so no earlier turn is needed), and the browser's
+commands as tools, one of which must be called (`tool_choice: "required"`); the server
+applies the model's own chat template. The tool call is turned into the command it
+stands for and the browser holds it to the command contract (browser.session): a server
+that cannot constrain tool calls gets a refusal that says why, not a wrong command run.
+The answer is one more request: the question and the numbered quotes, and the tools
+`answer` (the text, citing quotes as [n]) and `decline` (the quotes do not answer).
+
+The trained default keeps the completion format (agent.openai_policy), which it was
+trained on; this format carries no grammar, so episodes of a chat policy run unguided.
+"""
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webgpt.agent.declines import decline_answer
+from webgpt.agent.errors import PolicyResponseError
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+from webgpt.agent.prompts import BROWSING_HEADER
+from webgpt.browser.observation import ANSWER_SEPARATOR
+
+BROWSING_SYSTEM = (
+    "You answer questions by browsing the web with a text browser and collecting quotes "
+    "that answer them. Each message shows the question, the quotes collected so far, your "
+    "past actions and the page in view (links are written 【id†text】). Call exactly one tool "
+    "a turn. Search, open a result, find the answer in the page and quote the sentences "
+    "that state it, word for word as the page in view shows them; then call finish. Quote "
+    "only what answers the question."
+)
+ANSWER_SYSTEM = (
+    "You write the answer to a question from numbered quotes of web pages. Call answer with "
+    "a short paragraph in your own words that states only what the quotes say, each "
+    "sentence ending with the number of the quote it comes from in square brackets, like "
+    "[1]. If the quotes do not answer the question, call decline."
+)
+
+
+def _tool(name: str, description: str, **properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+            },
+        },
+    }
+
+
+_TEXT = {"type": "string"}
+BROWSING_TOOLS = [
+    _tool("search", "Search the web.", query=_TEXT),
+    _tool("open_link", "Open the link with this id on the page in view.", link={"type": "integer"}),
+    _tool("find", "Move the view to the next place the text occurs on the page.", text=_TEXT),
+    _tool("quote", "Quote text of the page in view, word for word.", text=_TEXT),
+    _tool(
+        "scroll",
+        "Scroll the page by one to three windows.",
+        direction={"type": "string", "enum": ["down", "up"]},
+        windows={"type": "integer", "minimum": 1, "maximum": 3},
+    ),
+    _tool("back", "Go back to the previous page."),
+    _tool("finish", "Stop browsing and answer from the quotes collected."),
+]
+ANSWER_TOOLS = [
+    _tool("answer", "The answer, citing quotes as [n].", text=_TEXT),
+    _tool("decline", "The quotes do not answer the question."),
+]
+REWRITE_SYSTEM = (
+    "You rewrite the user's last question so that it can be understood without the "
+    "conversation before it: put what each pronoun or short reference points to in its "
+    "place, and change nothing else. Call ask with the question. A question that already "
+    "stands alone is asked as it is."
+)
+REWRITE_TOOLS = [_tool("ask", "The question as it reads alone.", question=_TEXT)]
+# A tool call's JSON around the text it carries: what max_tokens must leave room for.
+TOOL_CALL_TOKENS = 64
+# Browsing: a quote's text is at most grammar.MAX_QUOTE_CHARS (300) characters.
+COMMAND_TOKENS = 192
+
+
+@dataclass
+class ChatPolicy(OpenAIPolicy):
+    """Commands and answers from `{base_url}/chat/completions` as tool calls."""
+
+    endpoint: str = "/chat/completions"
+
+    async def complete(self, prompt: str, sampling: Sampling) -> Completions:
+        if prompt.endswith(ANSWER_SEPARATOR):
+            question, quotes = _parse_answer_prompt(prompt)
+            messages = [
+                {"role": "system", "content": ANSWER_SYSTEM},
+                {"role": "user", "content": _answer_request(question, quotes)},
+            ]
+            tools, max_tokens = ANSWER_TOOLS, sampling.max_tokens + TOOL_CALL_TOKENS
+        else:
+            observation = prompt.removeprefix(BROWSING_HEADER).rstrip("\n")
+            messages = [
+                {"role": "system", "content": BROWSING_SYSTEM},
+                {"role": "user", "content": observation},
+            ]
+            tools, max_tokens = BROWSING_TOOLS, max(sampling.max_tokens, COMMAND_TOKENS)
+            question = ""
+        payload = {
+            "model": self.model,
+            "messages": messages,
+            "tools": tools,
+            "tool_choice": "required",
+            "n": sampling.n,
+            "temperature": sampling.temperature,
+            "max_tokens": max_tokens,
+        }
+        body = await self._request(payload)
+        try:
+            choices = sorted(body["choices"], key=lambda c: c.get("index", 0))
+            texts = [_as_text(c["message"], question) for c in choices]
+            usage = body.get("usage") or {}
+            used = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            raise PolicyResponseError(f"malformed chat completions answer: {error!r}") from error
+        if len(texts) != sampling.n:
+            raise PolicyResponseError(f"asked for {sampling.n} samples, got {len(texts)}")
+        finishes = [c.get("finish_reason") or "" for c in choices]
+        return Completions([Completion(t, f) for t, f in zip(texts, finishes, strict=True)], used)
+
+    async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
+        """The answer as one chunk: a tool call's text is whole only once it is parsed."""
+        done = await self.complete(prompt, sampling)
+        [choice] = done.choices
+        yield StreamChunk(choice.text, done.usage, choice.finish_reason or "stop")
+
+    async def rewrite_follow_up(self, question: str, history: Sequence[tuple[str, str]]) -> str:
+        """The follow-up as it reads alone (agent.followups.made_standalone), greedy."""
+        said = "\n".join(f"{role.capitalize()}: {content}" for role, content in history)
+        payload = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": REWRITE_SYSTEM},
+                {"role": "user", "content": f"{said}\nUser: {question}"},
+            ],
+            "tools": REWRITE_TOOLS,
+            "tool_choice": "required",
+            "temperature": 0.0,
+            "max_tokens": COMMAND_TOKENS,
+        }
+        body = await self._request(payload)
+        try:
+            message = body["choices"][0]["message"]
+            calls = message.get("tool_calls") or []
+            if not calls:
+                return str(message.get("content") or "")
+            return str(_arguments(calls[0]["function"]).get("question", ""))
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:
+            raise PolicyResponseError(f"malformed chat completions answer: {error!r}") from error
+
+    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
+        raise PolicyResponseError("a chat policy scores no continuations (no decline threshold)")
+
+
+def _parse_answer_prompt(prompt: str) -> tuple[str, list[tuple[str, str]]]:
+    """(question, [(source, extract)]) of browser.observation.answer_prompt's text."""
+    question, *parts = prompt.split(ANSWER_SEPARATOR)
+    quotes = []
+    for part in parts:
+        if not part:
+            continue
+        head, _, extract = part.partition("\n\n")
+        source = head.split("] ", 1)[1] if "] " in head else head
+        quotes.append((source, extract))
+    return question, quotes
+
+
+def _answer_request(question: str, quotes: list[tuple[str, str]]) -> str:
+    numbered = "\n\n".join(
+        f"[{n}] {source}\n{extract}" for n, (source, extract) in enumerate(quotes, start=1)
+    )
+    return f"Question: {question}\n\nQuotes:\n\n{numbered}"
+
+
+def _as_text(message: dict[str, Any], question: str) -> str:
+    """The command or answer a message's first tool call stands for; a message with no tool
+    call is taken as written (the browser or the citation check then judges it)."""
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return str(message.get("content") or "").strip()
+    function = calls[0]["function"]
+    arguments = _arguments(function)
+    name = function["name"]
+    text = str(arguments.get("text", "")).strip()
+    match name:
+        case "search":
+            return f"Search {arguments.get('query', '')}".strip()
+        case "open_link":
+            return f"Clicked on link {arguments.get('link', '')}"
+        case "find":
+            return f"Find in page: {text}"
+        case "quote":
+            return f"Quote: {text}"
+        case "scroll":
+            return f"Scrolled {arguments.get('direction', 'down')} {arguments.get('windows', 1)}"
+        case "back":
+            return "Back"
+        case "finish":
+            return "End: Answer"
+        case "answer":
+            return text
+        case "decline":
+            return decline_answer(question)
+    return f"{name} {json.dumps(arguments)}"  # a tool it was not offered: refused as such
+
+
+def _arguments(function: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments: a JSON text (OpenAI, vLLM, llama.cpp; Ollama's OpenAI
+    route) or an object (Ollama's own API)."""
+    arguments = function.get("arguments") or {}
+    if isinstance(arguments, str):
+        arguments = json.loads(arguments) if arguments.strip() else {}
+    if not isinstance(arguments, dict):
+        raise ValueError(f"tool call arguments are not an object: {arguments!r}")
+    return arguments
