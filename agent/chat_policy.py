@@ -5,10 +5,11 @@ server, Ollama's OpenAI route, a hosted API): each browsing step is one request 
 `{base_url}/chat/completions` with a system message that states the task and the answer
 style, the observation as the user's message (it holds the question, the quotes so far,
 the past actions and the page in view, so no earlier turn is needed), and the browser's
-commands as tools, one of which must be called (`tool_choice: "required"`); the server
-applies the model's own chat template. The tool call is turned into the command it
-stands for and the browser holds it to the command contract (browser.session): a server
-that cannot constrain tool calls gets a refusal that says why, not a wrong command run.
+commands possible now as tools, one of which must be called (`tool_choice: "required"`),
+a link's id and a quote's sentence narrowed to those in view (`enum`); the server applies
+the model's own chat template. The tool call is turned into the command it stands for and
+the browser holds it to the command contract (browser.session): a server that cannot
+constrain tool calls gets a refusal that says why, not a wrong command run.
 The answer is one more request: the question and the numbered quotes, and the tools
 `answer` (the text, citing quotes as [n]) and `decline` (the quotes do not answer).
 
@@ -24,7 +25,7 @@ from typing import Any
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.errors import PolicyResponseError
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.policy import Completion, Completions, Sampling, StreamChunk, Usage
+from webgpt.agent.policy import Completion, Completions, Offered, Sampling, StreamChunk, Usage
 from webgpt.agent.prompts import BROWSING_HEADER
 from webgpt.browser.observation import ANSWER_SEPARATOR
 
@@ -60,20 +61,53 @@ def _tool(name: str, description: str, **properties: dict[str, Any]) -> dict[str
 
 
 _TEXT = {"type": "string"}
-BROWSING_TOOLS = [
-    _tool("search", "Search the web.", query=_TEXT),
-    _tool("open_link", "Open the link with this id on the page in view.", link={"type": "integer"}),
-    _tool("find", "Move the view to the next place the text occurs on the page.", text=_TEXT),
-    _tool("quote", "Quote text of the page in view, word for word.", text=_TEXT),
-    _tool(
-        "scroll",
-        "Scroll the page by one to three windows.",
-        direction={"type": "string", "enum": ["down", "up"]},
-        windows={"type": "integer", "minimum": 1, "maximum": 3},
-    ),
-    _tool("back", "Go back to the previous page."),
-    _tool("finish", "Stop browsing and answer from the quotes collected."),
-]
+_SEARCH = _tool("search", "Search the web.", query=_TEXT)
+_FIND = _tool("find", "Move the view to the next place the text occurs on the page.", text=_TEXT)
+_SCROLL = _tool(
+    "scroll",
+    "Scroll the page by one to three windows.",
+    direction={"type": "string", "enum": ["down", "up"]},
+    windows={"type": "integer", "minimum": 1, "maximum": 3},
+)
+_BACK = _tool("back", "Go back to the previous page.")
+_FINISH = _tool("finish", "Stop browsing and answer from the quotes collected.")
+
+
+def _open_link(ids: Sequence[int] | None = None) -> dict[str, Any]:
+    link: dict[str, Any] = {"type": "integer"} | ({"enum": list(ids)} if ids else {})
+    return _tool("open_link", "Open the link with this id on the page in view.", link=link)
+
+
+def _quote(quotes: Sequence[str] | None = None) -> dict[str, Any]:
+    text: dict[str, Any] = {"type": "string"} | ({"enum": list(quotes)} if quotes else {})
+    return _tool("quote", "Quote a sentence of the page in view, word for word.", text=text)
+
+
+# Every browsing tool, for a step whose possible commands are not known.
+BROWSING_TOOLS = [_SEARCH, _open_link(), _FIND, _quote(), _SCROLL, _BACK, _FINISH]
+
+
+def browsing_tools(offered: Offered | None) -> list[dict[str, Any]]:
+    """The tools of the commands possible now, their arguments narrowed to the links and
+    sentences in view (enums, which vLLM and llama.cpp hold a required tool call to)."""
+    if offered is None:
+        return BROWSING_TOOLS
+    tools = [_SEARCH]
+    if offered.link_ids:
+        tools.append(_open_link(offered.link_ids))
+    if offered.page:
+        tools.append(_FIND)
+    if offered.quotes:
+        tools.append(_quote(offered.quotes))
+    if offered.page:
+        tools.append(_SCROLL)
+    if offered.back:
+        tools.append(_BACK)
+    if offered.finish:
+        tools.append(_FINISH)
+    return tools
+
+
 ANSWER_TOOLS = [
     _tool("answer", "The answer, citing quotes as [n].", text=_TEXT),
     _tool("decline", "The quotes do not answer the question."),
@@ -111,7 +145,8 @@ class ChatPolicy(OpenAIPolicy):
                 {"role": "system", "content": BROWSING_SYSTEM},
                 {"role": "user", "content": observation},
             ]
-            tools, max_tokens = BROWSING_TOOLS, max(sampling.max_tokens, COMMAND_TOKENS)
+            tools = browsing_tools(sampling.offered)
+            max_tokens = max(sampling.max_tokens, COMMAND_TOKENS)
             question = ""
         payload = {
             "model": self.model,

@@ -33,6 +33,7 @@ from webgpt.agent.grammar import (
     browsing_grammar,
     cited_answer_regex,
     continued_answer_regex,
+    offered_commands,
     quoted_sentence_regex,
     with_stop,
 )
@@ -288,6 +289,7 @@ async def run_episode(
             max_tokens=config.command_max_tokens,
             stop=COMMAND_STOP,
             regex=with_stop(grammar.regex, COMMAND_STOP[0]) if grammar is not None else None,
+            offered=offered_commands(session),
         )
         clock = time.perf_counter()
         completions = await policy.complete(browsing_prompt(observation), sampling)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
+from webgpt.agent.policy import Offered
 from webgpt.agent.queries import named_callables, question_query
 from webgpt.agent.relevance import most_relevant, opens_signature
 from webgpt.browser.session import BrowserSession
@@ -182,6 +183,19 @@ def browsing_grammar(
     if allow_refusal:
         options.append("End: (Nonsense|Controversial)")
     return BrowsingGrammar(_alternatives(options), narrowed)
+
+
+def offered_commands(session: BrowserSession) -> Offered:
+    """The commands the browser takes now, as values (what the grammar's regex spells out,
+    without the answer rules' narrowing)."""
+    held = {q.extract for q in session.quotes}
+    return Offered(
+        link_ids=tuple(sorted(session.page.links)[:MAX_LINK_CHOICES]),
+        quotes=tuple(q for q in quote_choices(session) if q not in held),
+        page=bool(session.page.lines),
+        back=session.can_go_back,
+        finish=bool(session.quotes),
+    )
 
 
 class BrowsingGrammar(NamedTuple):

@@ -6,12 +6,26 @@ from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
+class Offered:
+    """The commands the browser would take now (agent.grammar.offered_commands): what a
+    policy whose tool calls the server can constrain narrows its tools to (a chat
+    policy's); a completion policy reads the grammar's regex instead."""
+
+    link_ids: tuple[int, ...] = ()  # links of the page in view
+    quotes: tuple[str, ...] = ()  # its sentences in view, not quoted yet
+    page: bool = False  # a page with text in view: Find and Scroll move in it
+    back: bool = False  # a page to go back to
+    finish: bool = False  # a quote to answer from
+
+
+@dataclass(frozen=True)
 class Sampling:
     n: int = 1
     temperature: float = 0.8  # WebGPT's sampling temperature
     max_tokens: int = 64
     stop: tuple[str, ...] = ()
     regex: str | None = None  # constrain the output (guided decoding); None: free text
+    offered: Offered | None = None  # a browsing step's possible commands, as values
     # Also return the tokens sampled (and their log-probs where the server gives them):
     # what RL trains on. Off when serving: the ids are of no use to an answer.
     token_ids: bool = False

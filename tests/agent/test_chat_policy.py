@@ -125,13 +125,24 @@ async def test_a_chat_model_browses_by_tool_calls_and_answers(
     assert result.candidates[0].actions == 4 and result.candidates[0].invalid_actions == 0
     *browsing, answering = requests
     assert len(browsing) == 4
+    offered = []
     for request in browsing:
         assert request["messages"][0] == {"role": "system", "content": BROWSING_SYSTEM}
         assert request["messages"][1]["role"] == "user"
         assert request["messages"][1]["content"].startswith(f"♦Question\n{QUESTION}\n")
-        names = [tool["function"]["name"] for tool in request["tools"]]
-        assert names == ["search", "open_link", "find", "quote", "scroll", "back", "finish"]
         assert request["tool_choice"] == "required" and "structured_outputs" not in request
+        offered.append(
+            {t["function"]["name"]: t["function"]["parameters"] for t in request["tools"]}
+        )
+    # the tools of the commands possible at each step, narrowed to what is in view
+    assert list(offered[0]) == ["search"]  # a blank page
+    assert 0 in offered[1]["open_link"]["properties"]["link"]["enum"]
+    assert "quote" not in offered[1] and "finish" not in offered[2]  # results; no quote yet
+    assert CROW_QUOTE in offered[2]["quote"]["properties"]["text"]["enum"]
+    assert "back" in offered[2] and "finish" in offered[3]
+    assert CROW_QUOTE not in offered[3].get("quote", {}).get("properties", {}).get("text", {}).get(
+        "enum", []
+    )  # quoted already
     assert answering["messages"][0]["content"] == ANSWER_SYSTEM
     assert answering["messages"][1]["content"] == (
         f"Question: {QUESTION}\n\nQuotes:\n\n[1] Crow (en.wikipedia.org)\n{CROW_QUOTE}"
