@@ -26,9 +26,9 @@ from tests.agent.fake_policy import Script
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "<!-- runnable -->"
 LANGUAGES = ("python", "bash")
-# The blocks marked today (README's curl and SDK, docs/service.md's sessions and openai,
+# The blocks marked today (README's curl and SDK, docs/service.md's sessions, conversation and openai,
 # docs/mcp.md's stdio and HTTP clients): fewer means a marker was lost.
-MIN_BLOCKS = 6
+MIN_BLOCKS = 7
 MUST_HAVE_BLOCKS = ("README.md", "docs/service.md", "docs/mcp.md")
 
 _FENCE = re.compile(r"(?P<indent>\s*)```(?P<language>[\w+-]*)\s*$")
