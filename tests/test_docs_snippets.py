@@ -26,8 +26,8 @@ from tests.agent.fake_policy import Script
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "<!-- runnable -->"
 LANGUAGES = ("python", "bash")
-# The blocks marked today (README's curl and SDK, docs/service.md's sessions, conversation and openai,
-# docs/mcp.md's stdio and HTTP clients): fewer means a marker was lost.
+# The blocks marked today (README's curl and SDK, docs/service.md's sessions, conversation
+# and openai, docs/mcp.md's stdio and HTTP clients): fewer means a marker was lost.
 MIN_BLOCKS = 7
 MUST_HAVE_BLOCKS = ("README.md", "docs/service.md", "docs/mcp.md")
 
