@@ -166,6 +166,38 @@ def test_demos_generate_keeps_a_teachers_right_episodes_in_question_order(
     assert len([r for r in script.requests if r["prompt"].endswith("■")]) == 5  # 2 + 1 + 2
 
 
+@pytest.mark.slow  # starts a process
+def test_a_chat_model_teaches_the_completion_format(learning_store: Path, tmp_path: Path) -> None:
+    """`--teacher URL,MODEL --policy-format chat`: a chat model's tool calls, written as the
+    commands a completion-format student learns, replayed byte for byte."""
+    from tests.agent.test_chat_policy import chat_server
+    from tests.servers import serve
+    from webgpt.evals.questions import Question
+
+    questions = tmp_path / "questions.jsonl"
+    asked = Question(question="What genus are crows?", gold_answers=["Corvus"], split="train")
+    questions.write_text(asked.model_dump_json() + "\n")
+    out = tmp_path / "taught.jsonl"
+    requests: list[dict[str, object]] = []
+    with serve(chat_server("ollama", requests)) as base:
+        result = webgpt(
+            "demos", "generate", "--teacher", f"{base}/v1,qwen3:4b", "--policy-format", "chat",
+            "--questions", str(questions), "--out", str(out), "--store", str(learning_store),
+            home=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [demo], report = load_demonstrations([out])
+    assert not report.skipped and demo.meta["teacher"] == "qwen3:4b"
+    assert [s.command for s in demo.steps] == [
+        "Search crow corvus",
+        "Clicked on link 0",
+        "Quote: Crows are birds of the genus Corvus.",
+        "End: Answer",
+    ]
+    assert demo.answer == "Crows are birds of the genus Corvus [1]."
+    assert all("tools" in r for r in requests)
+
+
 def test_an_episode_is_worth_learning_when_it_ends_as_its_kind_asks() -> None:
     """Expert iteration keeps right factoids, long-form answers in WebGPT's style and
     declines of unanswerable questions; nothing else."""
