@@ -7,9 +7,12 @@ style, the observation as the user's message (it holds the question, the quotes 
 the past actions and the page in view, so no earlier turn is needed), and the browser's
 commands possible now as tools, one of which must be called (`tool_choice: "required"`),
 a link's id and a quote's sentence narrowed to those in view (`enum`); the server applies
-the model's own chat template. The tool call is turned into the command it stands for and
-the browser holds it to the command contract (browser.session): a server that cannot
-constrain tool calls gets a refusal that says why, not a wrong command run.
+the model's own chat template. A server that refuses required tool calls (vLLM started
+without a --tool-call-parser) is asked for the call as JSON instead, by the same schemas as
+OpenAI's `response_format`, which vLLM, llama.cpp and Ollama hold the output to. The call is
+turned into the command it stands for and the browser holds it to the command contract
+(browser.session): a server that cannot constrain the call gets a refusal that says why,
+not a wrong command run.
 The answer is one more request: the question and the numbered quotes, and the tools
 `answer` (the text, citing quotes as [n]) and `decline` (the quotes do not answer).
 
@@ -18,9 +21,10 @@ trained on; this format carries no grammar, so episodes of a chat policy run ung
 """
 
 import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.errors import PolicyResponseError
@@ -28,6 +32,8 @@ from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.policy import Completion, Completions, Offered, Sampling, StreamChunk, Usage
 from webgpt.agent.prompts import BROWSING_HEADER
 from webgpt.browser.observation import ANSWER_SEPARATOR
+
+logger = logging.getLogger(__name__)
 
 BROWSING_SYSTEM = (
     "You answer questions by browsing the web with a text browser and collecting quotes "
@@ -130,34 +136,23 @@ class ChatPolicy(OpenAIPolicy):
     """Commands and answers from `{base_url}/chat/completions` as tool calls."""
 
     endpoint: str = "/chat/completions"
+    # How a call is asked for: "tools" (tool_choice "required"), or "schema" (a JSON schema
+    # as response_format, the call as the message's content) for a server that takes no
+    # required tool calls (vLLM without a --tool-call-parser): switched to on its refusal.
+    calls: Literal["tools", "schema"] = "tools"
 
     async def complete(self, prompt: str, sampling: Sampling) -> Completions:
         if prompt.endswith(ANSWER_SEPARATOR):
             question, quotes = _parse_answer_prompt(prompt)
-            messages = [
-                {"role": "system", "content": ANSWER_SYSTEM},
-                {"role": "user", "content": _answer_request(question, quotes)},
-            ]
+            system, user = ANSWER_SYSTEM, _answer_request(question, quotes)
             tools, max_tokens = ANSWER_TOOLS, sampling.max_tokens + TOOL_CALL_TOKENS
         else:
-            observation = prompt.removeprefix(BROWSING_HEADER).rstrip("\n")
-            messages = [
-                {"role": "system", "content": BROWSING_SYSTEM},
-                {"role": "user", "content": observation},
-            ]
+            system, user = BROWSING_SYSTEM, prompt.removeprefix(BROWSING_HEADER).rstrip("\n")
             tools = browsing_tools(sampling.offered)
             max_tokens = max(sampling.max_tokens, COMMAND_TOKENS)
             question = ""
-        payload = {
-            "model": self.model,
-            "messages": messages,
-            "tools": tools,
-            "tool_choice": "required",
-            "n": sampling.n,
-            "temperature": sampling.temperature,
-            "max_tokens": max_tokens,
-        }
-        body = await self._request(payload)
+        request = {"n": sampling.n, "temperature": sampling.temperature, "max_tokens": max_tokens}
+        body = await self._call(system, user, tools, request)
         try:
             choices = sorted(body["choices"], key=lambda c: c.get("index", 0))
             texts = [_as_text(c["message"], question) for c in choices]
@@ -179,29 +174,35 @@ class ChatPolicy(OpenAIPolicy):
     async def rewrite_follow_up(self, question: str, history: Sequence[tuple[str, str]]) -> str:
         """The follow-up as it reads alone (agent.followups.made_standalone), greedy."""
         said = "\n".join(f"{role.capitalize()}: {content}" for role, content in history)
-        payload = {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": REWRITE_SYSTEM},
-                {"role": "user", "content": f"{said}\nUser: {question}"},
-            ],
-            "tools": REWRITE_TOOLS,
-            "tool_choice": "required",
-            "temperature": 0.0,
-            "max_tokens": COMMAND_TOKENS,
-        }
-        body = await self._request(payload)
+        request = {"temperature": 0.0, "max_tokens": COMMAND_TOKENS}
+        body = await self._call(REWRITE_SYSTEM, f"{said}\nUser: {question}", REWRITE_TOOLS, request)
         try:
-            message = body["choices"][0]["message"]
-            calls = message.get("tool_calls") or []
-            if not calls:
-                return str(message.get("content") or "")
-            return str(_arguments(calls[0]["function"]).get("question", ""))
+            called = _called(body["choices"][0]["message"])
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:
             raise PolicyResponseError(f"malformed chat completions answer: {error!r}") from error
+        return str(called[1].get("question", "")) if called else ""
 
     async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
         raise PolicyResponseError("a chat policy scores no continuations (no decline threshold)")
+
+    async def _call(
+        self, system: str, user: str, tools: list[dict[str, Any]], request: dict[str, Any]
+    ) -> Any:
+        """One request that must call one of tools, in the way this server takes."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        payload = {"model": self.model, "messages": messages, **request}
+        if self.calls == "tools":
+            try:
+                return await self._request({**payload, "tools": tools, "tool_choice": "required"})
+            except PolicyResponseError as error:
+                if error.status_code != 400 or "tool" not in str(error):
+                    raise
+                logger.warning(
+                    "%s takes no required tool calls (%s): asking for JSON", self.base_url, error
+                )
+                self.calls = "schema"
+        messages[0] = {"role": "system", "content": f"{system}\n\n{_tool_list(tools)}"}
+        return await self._request({**payload, "response_format": _call_schema(tools)})
 
 
 def _parse_answer_prompt(prompt: str) -> tuple[str, list[tuple[str, str]]]:
@@ -224,15 +225,28 @@ def _answer_request(question: str, quotes: list[tuple[str, str]]) -> str:
     return f"Question: {question}\n\nQuotes:\n\n{numbered}"
 
 
-def _as_text(message: dict[str, Any], question: str) -> str:
-    """The command or answer a message's first tool call stands for; a message with no tool
-    call is taken as written (the browser or the citation check then judges it)."""
+def _called(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(name, arguments) of a message's first tool call, or of the call its content writes
+    as JSON (`{"name": ..., "arguments": {...}}`, the "schema" way); None: no call."""
     calls = message.get("tool_calls") or []
-    if not calls:
+    if calls:
+        return calls[0]["function"]["name"], _arguments(calls[0]["function"])
+    try:
+        written = json.loads(message.get("content") or "")
+    except ValueError:
+        return None
+    if isinstance(written, dict) and isinstance(written.get("name"), str):
+        return written["name"], _arguments(written)
+    return None
+
+
+def _as_text(message: dict[str, Any], question: str) -> str:
+    """The command or answer a message's tool call stands for; a message with no call is
+    taken as written (the browser or the citation check then judges it)."""
+    called = _called(message)
+    if called is None:
         return str(message.get("content") or "").strip()
-    function = calls[0]["function"]
-    arguments = _arguments(function)
-    name = function["name"]
+    name, arguments = called
     text = str(arguments.get("text", "")).strip()
     match name:
         case "search":
@@ -254,6 +268,35 @@ def _as_text(message: dict[str, Any], question: str) -> str:
         case "decline":
             return decline_answer(question)
     return f"{name} {json.dumps(arguments)}"  # a tool it was not offered: refused as such
+
+
+def _tool_list(tools: list[dict[str, Any]]) -> str:
+    """The tools as the system message states them where the server is not sent them."""
+    lines = [
+        f"- {t['function']['name']}: {t['function']['description']}"
+        f" Arguments: {json.dumps(t['function']['parameters']['properties'])}"
+        for t in tools
+    ]
+    return 'Reply with one call as JSON, {"name": ..., "arguments": {...}}, of:\n' + "\n".join(
+        lines
+    )
+
+
+def _call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """OpenAI's response_format for one call of one of tools."""
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": [t["function"]["name"]]},
+                "arguments": t["function"]["parameters"],
+            },
+            "required": ["name", "arguments"],
+        }
+        for t in tools
+    ]
+    schema = {"anyOf": calls} if len(calls) > 1 else calls[0]
+    return {"type": "json_schema", "json_schema": {"name": "call", "schema": schema}}
 
 
 def _arguments(function: dict[str, Any]) -> dict[str, Any]:

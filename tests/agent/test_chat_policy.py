@@ -76,29 +76,36 @@ def chat_server(
 ) -> Starlette:
     """Browses as a model would, from the observation: search, open the first result,
     quote, finish; then answers from the quotes (or declines). A follow-up it rewrites as
-    `rewrite` (None: it fails, 500)."""
+    `rewrite` (None: it fails, 500). Dialect "vllm" is a vLLM without a tool-call parser:
+    it refuses required tool calls and writes the call a response_format asks for."""
 
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
         requests.append(body)
         system, user = (m["content"] for m in body["messages"])
-        if system == REWRITE_SYSTEM:
+        if dialect == "vllm" and "tools" in body:
+            refusal = {"message": 'tool_choice="required" requires --tool-call-parser to be set'}
+            return JSONResponse({"error": refusal}, status_code=400)
+        if system.startswith(REWRITE_SYSTEM):
             if rewrite is None:
                 return JSONResponse({"error": {"message": "model crashed"}}, status_code=500)
-            call = tool_call("ask", {"question": rewrite}, dialect)
-        elif system == ANSWER_SYSTEM:
-            call = tool_call(
-                *(("decline", {}) if declines else ("answer", {"text": ANSWER})), dialect
-            )
+            name, arguments = "ask", {"question": rewrite}
+        elif system.startswith(ANSWER_SYSTEM):
+            name, arguments = ("decline", {}) if declines else ("answer", {"text": ANSWER})
         elif "♦Title\n\n" in user:  # a blank page: search
-            call = tool_call("search", {"query": "crow corvus"}, dialect)
+            name, arguments = "search", {"query": "crow corvus"}
         elif "♦Title\nSearch results for:" in user:
-            call = tool_call("open_link", {"link": 0}, dialect)
+            name, arguments = "open_link", {"link": 0}
         elif "♦Quotes\n♦Past actions" in user:  # no quote yet
-            call = tool_call("quote", {"text": quote}, dialect)
+            name, arguments = "quote", {"text": quote}
         else:
-            call = tool_call("finish", {}, dialect)
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            name, arguments = "finish", {}
+        if dialect == "vllm":
+            content = json.dumps({"name": name, "arguments": arguments})
+            message = {"role": "assistant", "content": content, "tool_calls": []}
+        else:
+            call = tool_call(name, arguments, dialect)
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
         return JSONResponse(chat_response(message, dialect))
 
     return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
@@ -167,6 +174,30 @@ async def test_a_tool_call_outside_the_contract_is_refused(web: Web) -> None:
     assert result.answer is None and candidate.references == []
     after = requests[3]["messages"][1]["content"]
     assert "Refused: Quote: that text is not on the page in view" in after
+
+
+async def test_a_server_without_required_tool_calls_is_asked_for_the_call_as_json(
+    web: Web,
+) -> None:
+    """vLLM refuses tool_choice "required" without a --tool-call-parser: the policy asks
+    for the call by a JSON schema instead (response_format), from then on."""
+    requests: list[dict[str, Any]] = []
+    with serve(chat_server("vllm", requests)) as base:
+        policy = ChatPolicy(base + "/v1", "chat-model", guided=False)
+        try:
+            result = await Agent(web, policy, episode=EpisodeConfig(guided=False)).answer(QUESTION)
+        finally:
+            await policy.aclose()
+    assert result.answer == ANSWER and [r.extract for r in result.references] == [CROW_QUOTE]
+    assert policy.calls == "schema" and "tools" in requests[0]  # refused once, then JSON
+    for request in requests[1:]:
+        assert "tools" not in request
+        schema = request["response_format"]["json_schema"]["schema"]
+        names = [c["properties"]["name"]["enum"][0] for c in schema.get("anyOf", [schema])]
+        assert all(f"- {name}:" in request["messages"][0]["content"] for name in names)
+    third = requests[3]["response_format"]["json_schema"]["schema"]["anyOf"]
+    quoting = next(c for c in third if c["properties"]["name"]["enum"] == ["quote"])
+    assert CROW_QUOTE in quoting["properties"]["arguments"]["properties"]["text"]["enum"]
 
 
 async def test_the_model_s_decline_is_the_decline(web: Web) -> None:

@@ -199,8 +199,9 @@ async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
     web: Web, vllm: RunningServer
 ) -> None:
     """`--policy-format chat` against vLLM itself: the embedded model behind
-    /v1/chat/completions with its own chat template, each step a tool call (tool_choice
-    "required": vLLM constrains the call to the tools' schemas), one episode end to end."""
+    /v1/chat/completions with its own chat template, one episode end to end. Started
+    without a tool-call parser, vLLM refuses tool_choice "required", so each call is asked
+    for by the tools' JSON schema (response_format), which vLLM holds the output to."""
     policy = ChatPolicy(vllm.url, vllm.model, guided=False)
     try:
         session = web.session()
@@ -210,6 +211,7 @@ async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
         )
         [command] = step.choices
         assert re.match(CHAT_COMMANDS, command.text), command.text  # a call of a tool offered
+        assert policy.calls == "schema"
         assert step.usage.prompt_tokens > 0 and step.usage.completion_tokens > 0
         agent = Agent(
             web,
