@@ -1,6 +1,9 @@
 """scripts/decline_judgment.py: what a decline judgment would decline on recorded outcomes."""
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.scripts import load_script
 from webgpt.agent.declines import decline_answer
@@ -52,3 +55,21 @@ def test_each_answer_is_judged_beside_the_decline_from_its_own_quotes() -> None:
     )
     judged_declines = [True, True, True]
     assert judgment.figures(rows, judged_declines).startswith("0/1 (0.0%) | 1/1 (100.0%)")
+
+
+def test_the_episode_questions_are_training_factoids_and_unanswerable_questions(
+    learning_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webgpt.evals.questions import load_questions
+
+    questions = load_script("decline_episode_questions")
+    out = tmp_path / "questions.jsonl"
+    argv = ["x", "--out", str(out), "--factoids", "5", "--unanswerable", "2"]
+    monkeypatch.setattr("sys.argv", [*argv, "--store", str(learning_store)])
+    questions.main()
+    first = out.read_bytes()
+    asked = load_questions(out, None)
+    assert sorted(q.kind for q in asked) == ["factoid"] * 5 + ["unanswerable"] * 2
+    assert {q.split for q in asked} == {"train"}  # no dev or test question
+    questions.main()
+    assert out.read_bytes() == first  # the same seed, the same file
