@@ -103,6 +103,13 @@ class Agent:
         question = question.strip()
         if not question:
             raise ConfigurationError("the question is empty")
+        if n < 1:
+            raise ConfigurationError("n must be at least 1")
+        if n > 1 and rerank and self.scorer is None:
+            raise ConfigurationError(
+                f"n={n} needs a reward model to pick the best answer; none is configured"
+            )
+        started = time.perf_counter()
         standalone = await made_standalone(question, history, self.policy)
         if standalone.rewritten and emit is not None:
             await emit(
@@ -113,19 +120,12 @@ class Agent:
                     by=standalone.by,
                 )
             )
-        if n < 1:
-            raise ConfigurationError("n must be at least 1")
-        if n > 1 and rerank and self.scorer is None:
-            raise ConfigurationError(
-                f"n={n} needs a reward model to pick the best answer; none is configured"
-            )
         session_config = self.session
         if max_actions is not None:
             session_config = replace(session_config, max_actions=max_actions)
         episode_config = self.episode
         if temperature is not None:
             episode_config = replace(episode_config, temperature=temperature)
-        started = time.perf_counter()
         cache = self.web.new_cache()
         try:
             # A failure that is not the policy's ends the whole answer: its sibling episodes

@@ -266,18 +266,18 @@ async def _teacher_demonstrations(
     kept: list[Demonstration | None] = [None] * len(questions)
     gate = asyncio.Semaphore(args.concurrency)
     done = 0
+    guided = args.policy_format == "completion"  # a chat teacher's tool calls have no grammar
 
     async def one(index: int, teacher: OpenAIPolicy) -> None:
         nonlocal done
         async with gate:
             kept[index] = await teacher_demonstration(
                 questions[index], web, teacher, attempts=args.attempts,
-                temperature=args.temperature, guided=args.policy_format == "completion",
+                temperature=args.temperature, guided=guided,
             )  # fmt: skip
         done += 1
         _generate_progress(done, len(questions), sum(d is not None for d in kept))
 
-    guided = args.policy_format == "completion"
     async with serving(target, args.policy_key, guided, args.policy_format) as teacher:
         await asyncio.gather(*(one(i, teacher) for i in range(len(questions))))
     return [demo for demo in kept if demo is not None]

@@ -373,6 +373,7 @@ def test_embedded_default_builds_and_browses_from_the_cli(tmp_path: Path) -> Non
         [
             "Search json dumps",
             "Clicked on link 0",
+            "Find in page: Serialize obj to a JSON formatted str",  # a quote is of the view
             "Quote: Serialize obj to a JSON formatted str",
             "End: Answer",
         ]
@@ -389,6 +390,7 @@ def test_embedded_default_builds_and_browses_from_the_cli(tmp_path: Path) -> Non
     assert browsed.returncode == 0, browsed.stderr
     out = browsed.stdout
     assert "json — JSON encoder and decoder — Python 3.11.2 documentation (docs.python.org)" in out
+    assert "Refused" not in out
     assert out.rstrip().endswith(
         "What does json.dumps do?■[1] json — JSON encoder and decoder — Python 3.11.2 "
         "documentation (docs.python.org)\n\nSerialize obj to a JSON formatted str■"
