@@ -45,10 +45,6 @@ class AnswerRequest(BaseModel):
     # The conversation before the question, oldest first: a follow-up ("When did he die?")
     # is browsed made standalone from it (agent.followups; the answer's question_asked).
     history: list[HistoryTurn] = Field(default_factory=list, max_length=MAX_HISTORY_TURNS)
-
-    def conversation(self) -> list[Turn]:
-        return [Turn(turn.role, turn.content) for turn in self.history]
-
     n: int = Field(1, ge=1)
     # None: agent.episode.answer_temperature(n), 0 for one episode and 0.8 for more.
     temperature: float | None = Field(None, ge=0.0, le=2.0)
@@ -60,6 +56,10 @@ class AnswerRequest(BaseModel):
     # answer_deadline_s. Past it, everything of the answer is cancelled: 504 (a stream: an
     # `error` event).
     deadline_s: float | None = Field(None, gt=0)
+
+    def conversation(self) -> list[Turn]:
+        """The history as the agent reads it (agent.followups)."""
+        return [Turn(turn.role, turn.content) for turn in self.history]
 
 
 class SourceQuote(BaseModel):
