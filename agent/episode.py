@@ -289,7 +289,8 @@ async def run_episode(
             max_tokens=config.command_max_tokens,
             stop=COMMAND_STOP,
             regex=with_stop(grammar.regex, COMMAND_STOP[0]) if grammar is not None else None,
-            offered=offered_commands(session),
+            # a guided policy reads the regex; an unguided one (a chat policy's tools) the values
+            offered=offered_commands(session) if grammar is None else None,
         )
         clock = time.perf_counter()
         completions = await policy.complete(browsing_prompt(observation), sampling)

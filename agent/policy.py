@@ -25,7 +25,7 @@ class Sampling:
     max_tokens: int = 64
     stop: tuple[str, ...] = ()
     regex: str | None = None  # constrain the output (guided decoding); None: free text
-    offered: Offered | None = None  # a browsing step's possible commands, as values
+    offered: Offered | None = None  # unguided: a browsing step's possible commands
     # Also return the tokens sampled (and their log-probs where the server gives them):
     # what RL trains on. Off when serving: the ids are of no use to an answer.
     token_ids: bool = False
