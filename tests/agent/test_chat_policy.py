@@ -20,6 +20,7 @@ from webgpt.agent.answer import Agent
 from webgpt.agent.chat_policy import ANSWER_SYSTEM, BROWSING_SYSTEM, REWRITE_SYSTEM, ChatPolicy
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.errors import PolicyResponseError
 from webgpt.agent.followups import Turn
 from webgpt.agent.trace import FollowUpEvent, TraceEvent
 from webgpt.browser.web import Web
@@ -301,3 +302,22 @@ def test_the_service_serves_a_chat_model_it_is_pointed_at(
     assert all(r["tool_choice"] == "required" for r in requests)
     with pytest.raises(ConfigurationError, match="a chat model you bring"):
         build_service(ServiceSettings(_env_file=None, policy_format="chat"))  # type: ignore[call-arg]
+
+
+async def test_a_broken_tool_call_ends_its_episode_with_a_clear_error(web: Web) -> None:
+    """Arguments that are not JSON: the policy's answer is malformed, said as such; the
+    episode fails alone and the request reports it, nothing is run."""
+
+    async def broken(request: Request) -> JSONResponse:
+        call = {"type": "function", "function": {"name": "search", "arguments": "{query: crows"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return JSONResponse(chat_response(message, "llama.cpp"))
+
+    app = Starlette(routes=[Route("/v1/chat/completions", broken, methods=["POST"])])
+    with serve(app) as base:
+        policy = ChatPolicy(base + "/v1", "chat-model", guided=False)
+        try:
+            with pytest.raises(PolicyResponseError, match="malformed chat completions answer"):
+                await Agent(web, policy, episode=EpisodeConfig(guided=False)).answer(QUESTION)
+        finally:
+            await policy.aclose()
