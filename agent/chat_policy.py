@@ -61,7 +61,11 @@ def _tool(name: str, description: str, **properties: dict[str, Any]) -> dict[str
                 "type": "object",
                 "properties": properties,
                 "required": list(properties),
+                "additionalProperties": False,
             },
+            # OpenAI's strict function calling: a server that supports it (vLLM with a
+            # tool-call parser, OpenAI) holds the call's arguments to this schema.
+            "strict": True,
         },
     }
 

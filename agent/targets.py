@@ -90,7 +90,12 @@ async def serving(
             folder = merged_adapter(folder, print_progress)
         print_progress(f"starting vLLM for {folder} (first start compiles: minutes)")
         running = start(
-            ServerConfig(model_dir=folder, served_name=target.label, port=DEFAULT_PORT + 10),
+            ServerConfig(
+                model_dir=folder,
+                served_name=target.label,
+                port=DEFAULT_PORT + 10,
+                tool_calls=policy_format == "chat",
+            ),
             print_progress,
             record=False,
         )

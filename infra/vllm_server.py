@@ -71,6 +71,10 @@ class ServerConfig:
     runtime_lora: bool = False
     max_lora_rank: int = 16  # what `webgpt train` writes; the CPU build pays for it per token
     max_loras: int = 3
+    # Parse the chat route's tool calls (what a `--policy-format chat` policy asks for).
+    # Hermes is the format vLLM holds a required call of a strict tool to, whatever the
+    # model's family (docs/agent.md, "Bring your own model").
+    tool_calls: bool = False
     extra_args: tuple[str, ...] = ()
 
     @property
@@ -96,6 +100,7 @@ class ServerConfig:
             self.dtype,
             *self.gpu_args(),
             *self.lora_args(),
+            *self.tool_call_args(),
             *self.extra_args,
         ]
 
@@ -109,6 +114,11 @@ class ServerConfig:
             return []
         return ["--enable-lora", "--max-lora-rank", str(self.max_lora_rank),
                 "--max-loras", str(self.max_loras)]  # fmt: skip
+
+    def tool_call_args(self) -> list[str]:
+        if not self.tool_calls:
+            return []
+        return ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
 
     def env(self) -> dict[str, str]:
         env = {

@@ -38,7 +38,12 @@ def vllm() -> Iterator[RunningServer]:
     model_dir = prepare_default_model(print)
     manifest = load_manifest(model_dir, verify=True)
     assert manifest.kind == "policy" and manifest.observation_format_version == 1
-    config = ServerConfig(model_dir=model_dir, served_name=DEFAULT_VERSION, port=free_port())
+    config = ServerConfig(
+        model_dir=model_dir,
+        served_name=DEFAULT_VERSION,
+        port=free_port(),
+        tool_calls=True,  # the chat route's; the completion route is not touched by it
+    )
     running = start(config, print, timeout_s=1200, record=False)
     yield running
     stop(running)
@@ -199,9 +204,9 @@ async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
     web: Web, vllm: RunningServer
 ) -> None:
     """`--policy-format chat` against vLLM itself: the embedded model behind
-    /v1/chat/completions with its own chat template, one episode end to end. Started
-    without a tool-call parser, vLLM refuses tool_choice "required", so each call is asked
-    for by the tools' JSON schema (response_format), which vLLM holds the output to."""
+    /v1/chat/completions with its own chat template, one episode end to end, each command
+    a tool call. Started with a tool-call parser, vLLM holds a required call of a strict
+    tool to the tool's schema, so even a model never trained on tool calls makes one."""
     policy = ChatPolicy(vllm.url, vllm.model, guided=False)
     try:
         session = web.session()
@@ -211,7 +216,7 @@ async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
         )
         [command] = step.choices
         assert re.match(CHAT_COMMANDS, command.text), command.text  # a call of a tool offered
-        assert policy.calls == "schema"
+        assert policy.calls == "tools"  # a tool call, not the JSON-schema fallback
         assert step.usage.prompt_tokens > 0 and step.usage.completion_tokens > 0
         agent = Agent(
             web,
@@ -222,6 +227,7 @@ async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
         result = await agent.answer("Can crows recognise people?")
     finally:
         await policy.aclose()
+    assert policy.calls == "tools"  # every command of the episode came as a tool call
     [candidate] = result.candidates
     assert candidate.error is None and candidate.actions >= 1
     assert candidate.end_reason in ("answer", "action_limit")
