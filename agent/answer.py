@@ -54,7 +54,7 @@ class AnswerTimings(BaseModel):
     browser_s: float  # summed over episodes: search, page loads, matching
     fetch_s: float  # page fetches of the request (each URL once)
     render_s: float  # page rendering of the request (each URL once)
-    scoring_s: float
+    scoring_s: float  # learned scorers: the quote ranker's (summed over episodes), best-of-n's
 
 
 class AnswerResult(BaseModel):
@@ -186,6 +186,7 @@ class Agent:
             versions={
                 "policy": self.policy.name,
                 "reward": self.scorer.name if self.scorer is not None else None,
+                "quote_ranker": ranker.name if (ranker := self.episode.quote_ranker) else None,
                 "format": OBSERVATION_FORMAT_VERSION,
             },
             timings=AnswerTimings(
@@ -194,7 +195,7 @@ class Agent:
                 browser_s=sum(r.timings.browser_s for r in results),
                 fetch_s=cache.stats.fetch_s,
                 render_s=cache.stats.render_s,
-                scoring_s=scoring_s,
+                scoring_s=scoring_s + sum(r.timings.scoring_s for r in results),
             ),
         )
 

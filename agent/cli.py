@@ -21,6 +21,7 @@ from webgpt.agent.model import (
     prepare_default_reward_model,
     reward_model_folder,
 )
+from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.registry import PolicyRegistry, describe, is_adapter
 from webgpt.agent.scoring import Scorer
 from webgpt.agent.targets import POLICY_FORMAT_HELP, policy_client
@@ -69,6 +70,15 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         help="a Quote for a question that asks for no explanation may take only the K "
         "sentences in view that bear most on it (default 1; 0: any; "
         'docs/questions.md, "Relevant quotes and stated numbers")',
+    )
+    parser.add_argument(
+        "--quote-ranker",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="a reward checkpoint trained on quote comparisons that picks those K sentences "
+        "instead of the lexical rule (`webgpt comparisons quotes`; docs/agent.md, "
+        '"Learned quote choice")',
     )
     parser.add_argument(
         "--question-search",
@@ -134,6 +144,15 @@ def open_decline_judge(args: argparse.Namespace) -> Scorer | None:
     """The reward checkpoint --decline-judge names, loaded in this process; the caller
     closes it."""
     return _load_scorer(args.decline_judge, None)
+
+
+def open_quote_ranker(args: argparse.Namespace) -> QuoteRanker | None:
+    """The ranker --quote-ranker names, loaded in this process; the caller closes it."""
+    if args.quote_ranker is None:
+        return None
+    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
+
+    return QuoteScorer(args.quote_ranker)
 
 
 def _quote_count(text: str) -> int:
@@ -312,9 +331,9 @@ def _answer(args: argparse.Namespace) -> int:
         args.reward_model, print_progress, default_when_none=args.n > 1
     )
     scorer = _load_scorer(args.reward_model, args.reward_url)  # fails before vLLM starts
-    judge = open_decline_judge(args)
+    judge, ranker = open_decline_judge(args), open_quote_ranker(args)
     url, model = (args.policy_url, args.policy_model) if args.policy_url else _local_policy_url()
-    result = asyncio.run(_answer_async(args, url, model, scorer, judge))
+    result = asyncio.run(_answer_async(args, url, model, scorer, judge, ranker))
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -331,7 +350,12 @@ def _load_scorer(folder: Path | None, url: str | None) -> Scorer | None:
 
 
 async def _answer_async(
-    args: argparse.Namespace, url: str, model: str, scorer: Scorer | None, judge: Scorer | None
+    args: argparse.Namespace,
+    url: str,
+    model: str,
+    scorer: Scorer | None,
+    judge: Scorer | None,
+    ranker: QuoteRanker | None,
 ) -> AnswerResult:
     options = WebOptions.from_env(engine=args.engine, js_mode=args.js)
     web = Web(options)
@@ -345,6 +369,7 @@ async def _answer_async(
             guided=is_guided(args),
             allow_refusal=args.allow_refusal,
             decline_judge=judge,
+            quote_ranker=ranker,
             **answer_rules(args),
         ),
         session=SessionConfig(max_actions=args.max_actions),
@@ -354,7 +379,7 @@ async def _answer_async(
     finally:
         await policy.aclose()
         await web.aclose()
-        for model_in_process in (scorer, judge):
+        for model_in_process in (scorer, judge, ranker):
             if model_in_process is not None:
                 await model_in_process.aclose()
 

@@ -35,10 +35,12 @@ from webgpt.agent.grammar import (
     continued_answer_regex,
     offered_commands,
     quoted_sentence_regex,
+    quotes_to_offer,
     with_stop,
 )
 from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
+from webgpt.agent.quote_ranking import QuoteRanker, ranked_quotes
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import (
     ActionEvent,
@@ -128,6 +130,9 @@ class EpisodeConfig:
     question_search: bool = True
     relevant_quotes: int | None = 1
     quantity_numbers: bool = True
+    # Those relevant quotes picked by a learned ranker (agent.quote_ranking; a checkpoint of
+    # `webgpt comparisons quotes` + `webgpt train rm`) rather than agent.relevance's rule.
+    quote_ranker: QuoteRanker | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
@@ -156,6 +161,7 @@ class EpisodeConfig:
 class Timings:
     policy_s: float = 0.0
     browser_s: float = 0.0  # session.step: search, fetch, render, matching
+    scoring_s: float = 0.0  # the quote ranker's
     total_s: float = 0.0
 
 
@@ -270,15 +276,24 @@ async def run_episode(
     if emit is not None:
         await emit(EpisodeStartEvent(episode=episode, question=question))
     while not session.done:
+        ranked = None
+        limit = config.quote_choices(question)
+        if config.guided and config.quote_ranker is not None and limit is not None:
+            clock = time.perf_counter()
+            ranked = await ranked_quotes(
+                config.quote_ranker, question, session.page.title, quotes_to_offer(session), limit
+            )
+            result.timings.scoring_s += time.perf_counter() - clock
         grammar = (
             browsing_grammar(
                 session,
                 allow_refusal=config.allow_refusal,
                 force_finish=config.force_finish,
                 min_quotes=config.quotes_wanted(question),
-                relevant_quotes=config.quote_choices(question),
+                relevant_quotes=limit,
                 numbers_bear=config.wants_number(question),
                 question_search=config.question_search,
+                ranked=ranked,
             )
             if config.guided
             else None

@@ -69,19 +69,28 @@ def quote_choices(session: BrowserSession) -> list[str]:
     """Quotable spans in view: its sentences of some length, cut at a word boundary."""
     if session.page.kind in ("blank", "search", "error"):
         return []
-    choices: list[str] = []
-    sentences = (s for p in _paragraphs(session.window_text()) for s in _SENTENCE_END.split(p))
-    for sentence in sentences:
-        text = " ".join(sentence.split())
-        if len(text) < MIN_QUOTE_CHARS:
-            continue
-        if len(text) > MAX_QUOTE_CHARS:
-            text = text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
-        if text not in choices:
-            choices.append(text)
-        if len(choices) == MAX_QUOTE_CHOICES:
-            break
-    return choices
+    return quotable_sentences(session.window_text())[:MAX_QUOTE_CHOICES]
+
+
+def quotable_sentences(lines: list[str]) -> list[str]:
+    """The quotable sentences of rendered lines, in order, each once."""
+    sentences = (s for p in _paragraphs(lines) for s in _SENTENCE_END.split(p))
+    return list(dict.fromkeys(filter(None, map(quotable, sentences))))
+
+
+def quotable(sentence: str) -> str | None:
+    """A sentence as a Quote may take it: spaces collapsed, cut at a word boundary past
+    MAX_QUOTE_CHARS; None when it is shorter than MIN_QUOTE_CHARS."""
+    text = " ".join(sentence.split())
+    if len(text) < MIN_QUOTE_CHARS:
+        return None
+    return text if len(text) <= MAX_QUOTE_CHARS else text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
+
+
+def quotes_to_offer(session: BrowserSession) -> list[str]:
+    """The sentences in view a Quote may take: those not quoted already."""
+    held = {q.extract for q in session.quotes}
+    return [q for q in quote_choices(session) if q not in held]
 
 
 def _paragraphs(lines: list[str]) -> list[str]:
@@ -115,6 +124,7 @@ def browsing_grammar(
     relevant_quotes: int | None = None,
     question_search: bool = False,
     numbers_bear: bool = False,
+    ranked: Sequence[str] | None = None,
 ) -> "BrowsingGrammar":
     """The commands that make sense in the session's current state, and the names of the
     grammar's parts that narrowed them (the trace shows them beside each command).
@@ -122,16 +132,21 @@ def browsing_grammar(
     Browsing ends once it holds min_quotes quotes; with its actions running out, once it
     holds one, after quoting what is in view where it wants more. A sentence quoted already
     is not offered again, and with relevant_quotes K only the K in view that bear most on
-    the question are offered (agent.relevance; numbers_bear: a how-many question, for which
-    a number is one of its terms). A page that writes a callable the question names before
+    the question are offered: ranked, those a learned ranker picked (agent.quote_ranking),
+    else by agent.relevance's rule (numbers_bear: a how-many question, for which a number
+    is one of its terms). A page that writes a callable the question names before
     its arguments takes a Find of that only, until its signature tops the view, so that the
     Find lands on its entry rather than on an example that calls a method of the same name
     on another class (_find_text). With question_search, the episode's first Search is the
     question's own words (agent.queries.question_query) rather than a guessed page title."""
-    held = {q.extract for q in session.quotes}
-    quotes = [q for q in quote_choices(session) if q not in held]
+    quotes = quotes_to_offer(session)
     narrowed: list[str] = []
-    if relevant_quotes is not None:
+    if ranked is not None:
+        offered = len(quotes)
+        quotes = [q for q in quotes if q in ranked]
+        if len(quotes) < offered:
+            narrowed.append("ranked_quotes")
+    elif relevant_quotes is not None:
         page_text = session.page.text_index.text
         offered = len(quotes)
         quotes = most_relevant(
@@ -188,10 +203,9 @@ def browsing_grammar(
 def offered_commands(session: BrowserSession) -> Offered:
     """The commands the browser takes now, as values (what the grammar's regex spells out,
     without the answer rules' narrowing)."""
-    held = {q.extract for q in session.quotes}
     return Offered(
         link_ids=tuple(sorted(session.page.links)[:MAX_LINK_CHOICES]),
-        quotes=tuple(q for q in quote_choices(session) if q not in held),
+        quotes=tuple(quotes_to_offer(session)),
         page=bool(session.page.lines),
         back=session.can_go_back,
         finish=bool(session.quotes),
@@ -201,7 +215,8 @@ def offered_commands(session: BrowserSession) -> Offered:
 class BrowsingGrammar(NamedTuple):
     regex: str  # the commands allowed now
     # the parts of the grammar that narrowed them beyond what the browser accepts:
-    # question_search, relevant_quotes, named_find, force_finish
+    # question_search, relevant_quotes (lexical) or ranked_quotes (a learned ranker),
+    # named_find, force_finish
     narrowed: list[str]
 
 

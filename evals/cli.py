@@ -16,6 +16,7 @@ from webgpt.agent.cli import (
     answer_rules,
     is_guided,
     open_decline_judge,
+    open_quote_ranker,
     registry_of,
 )
 from webgpt.agent.episode import EpisodeConfig
@@ -36,6 +37,7 @@ from webgpt.evals.questions import (
 from webgpt.infra.vllm_server import print_progress
 
 if TYPE_CHECKING:
+    from webgpt.agent.quote_ranking import QuoteRanker
     from webgpt.agent.scoring import Scorer
     from webgpt.evals.best_of_n import BestOfSamples
     from webgpt.evals.evaluate import PolicyReport
@@ -304,7 +306,9 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _episode_settings(
-    args: argparse.Namespace, judge: "Scorer | None" = None
+    args: argparse.Namespace,
+    judge: "Scorer | None" = None,
+    ranker: "QuoteRanker | None" = None,
 ) -> "tuple[EpisodeConfig, SessionConfig]":
     """The episode and session options of `webgpt eval`, with or without --best-of."""
     from webgpt.agent.episode import EpisodeConfig
@@ -313,6 +317,7 @@ def _episode_settings(
         temperature=args.temperature,
         guided=is_guided(args),
         decline_judge=judge,
+        quote_ranker=ranker,
         **answer_rules(args),
     )
     return episode, SessionConfig(max_actions=args.max_actions)
@@ -328,9 +333,9 @@ async def _eval_one(
         from webgpt.reward.factory import open_scorer
 
         scorer = open_scorer(args.reward_model, None)
-    judge = open_decline_judge(args)
+    judge, ranker = open_decline_judge(args), open_quote_ranker(args)
     try:
-        episode, session = _episode_settings(args, judge)
+        episode, session = _episode_settings(args, judge, ranker)
         return await evaluate_target(
             target,
             questions,
@@ -343,7 +348,7 @@ async def _eval_one(
             progress=progress_bar(sys.stderr),
         )
     finally:
-        for model_in_process in (scorer, judge):
+        for model_in_process in (scorer, judge, ranker):
             if model_in_process is not None:
                 await model_in_process.aclose()
 
@@ -488,9 +493,9 @@ async def _best_of_one(
             print_progress(f"{target.label}: {done}/{total} questions sampled")
 
     web = offline_web(args.store)
-    scorer = open_scorer(args.reward_model, None)
+    scorer, ranker = open_scorer(args.reward_model, None), open_quote_ranker(args)
     try:
-        episode, session = _episode_settings(args)
+        episode, session = _episode_settings(args, ranker=ranker)
         async with serving(target, args.policy_key, is_guided(args), args.policy_format) as policy:
             return await sample_best_of(
                 target.label,
@@ -506,3 +511,5 @@ async def _best_of_one(
     finally:
         await web.aclose()
         await scorer.aclose()
+        if ranker is not None:
+            await ranker.aclose()

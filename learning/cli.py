@@ -171,6 +171,36 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     declines.add_argument("--seed", type=int, default=0)
     declines.add_argument("--store", type=Path, default=None, help="offline web file")
     declines.set_defaults(run=_decline_comparisons)
+    quotes = comparison_commands.add_parser(
+        "quotes",
+        help="the sentence that answers a factoid against another of its page, over the "
+        "offline web's train pages: what a quote ranker learns (`webgpt train rm`, then "
+        "--quote-ranker)",
+    )
+    quotes.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
+    quotes.add_argument(
+        "--questions",
+        type=Path,
+        action="append",
+        default=[],
+        help="repeatable: a question file whose train-split factoids carry their evidence "
+        "(e.g. data/questions/train-later-sentences.jsonl)",
+    )
+    quotes.add_argument(
+        "--generated",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="also the factoids among N questions of question_generator's over the train "
+        "pages, drawn at its kinds' shares (0: none)",
+    )
+    quotes.add_argument(
+        "--limit", type=int, default=0, help="at most this many questions, drawn at random"
+    )
+    quotes.add_argument("--negatives", type=int, default=3, help="rows a question, at most")
+    quotes.add_argument("--seed", type=int, default=0)
+    quotes.add_argument("--store", type=Path, default=None, help="offline web file")
+    quotes.set_defaults(run=_quote_comparisons)
 
 
 def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -422,6 +452,33 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
     print_progress(
         f"wrote {len(rows)} comparisons to {args.out}: "
         + ", ".join(f"{n} {why}" for why, n in sorted(Counter(r["why"] for r in rows).items()))
+    )
+    return 0 if rows else 1
+
+
+def _quote_comparisons(args: argparse.Namespace) -> int:
+    import json
+
+    from webgpt.browser.offline import OfflineWeb
+    from webgpt.learning.quote_comparisons import ServedSentences, quote_rows
+
+    written = [q for path in args.questions for q in load_questions(path, split="train")]
+    store = OfflineWeb(args.store)
+    try:
+        generated = list(generate_questions(store, seed=args.seed)) if args.generated else []
+        picked = pick_questions(generated, {"train": args.generated}, args.seed)
+        questions = written + [q for q in picked if q.kind == "factoid"]
+        if args.limit:
+            questions = random.Random(args.seed).sample(questions, min(args.limit, len(questions)))
+        pages = ServedSentences(store)
+        rows = list(quote_rows(questions, pages, negatives=args.negatives, seed=args.seed))
+    finally:
+        store.close()
+    args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    asked = len({row["question"] for row in rows})
+    print_progress(
+        f"wrote {len(rows)} comparisons of {asked} questions to {args.out} "
+        f"(of {len(written)} from question files and {len(picked)} generated)"
     )
     return 0 if rows else 1
 

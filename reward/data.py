@@ -12,8 +12,14 @@
    GRADE_LABELS); without it the preference gives 1, 0 or 0.5.
 
 Both become `Comparison`s whose texts are exactly what the reward model scores: the
-answer-phase prompt (browser.observation.answer_prompt) followed by the answer. Rows that
-fit neither format are reported with their line number and skipped.
+answer-phase prompt (browser.observation.answer_prompt) followed by the answer.
+
+3. Quote comparisons (`webgpt comparisons quotes`), which train a quote ranker: `{"question":
+   str, "title": str, "quote_a": str, "quote_b": str, "preference": "a" | "b"}`, two
+   sentences of one page, the one that answers the question preferred. Their texts are
+   quote_text: the answer-phase prompt holding that one quote, with no answer.
+
+Rows that fit none of the formats are reported with their line number and skipped.
 """
 
 import json
@@ -57,6 +63,13 @@ class _RowError(ValueError):
 def scored_text(question: str, quotes: list[CollectedQuote], answer: str) -> str:
     """What the reward model reads: the answer-phase prompt, then the answer."""
     return answer_prompt(question, quotes) + answer
+
+
+def quote_text(question: str, title: str, sentence: str) -> str:
+    """What a quote ranker reads: the answer-phase prompt with sentence as its one quote."""
+    return answer_prompt(
+        question, [CollectedQuote(title=title, domain="", url="", extract=sentence)]
+    )
 
 
 class ScoredText(Protocol):
@@ -104,7 +117,12 @@ def parse_row(row: Any) -> Comparison:
         return _webgpt_row(row)
     if "a" in row and "b" in row:
         return _own_row(row)
-    raise _RowError("neither the WebGPT comparisons schema nor ours (a, b, preference)")
+    if "quote_a" in row and "quote_b" in row:
+        return _quote_row(row)
+    raise _RowError(
+        "none of the WebGPT comparisons schema, ours (a, b, preference) or quote comparisons "
+        "(quote_a, quote_b, preference)"
+    )
 
 
 def _text(value: Any, what: str) -> str:
@@ -178,6 +196,22 @@ def _own_row(row: dict[str, Any]) -> Comparison:
     if (label > 0.5, label < 0.5) != (preference == "a", preference == "b"):
         raise _RowError(f"label {label} contradicts preference {preference!r}")
     return Comparison(question, texts[0], texts[1], float(label))
+
+
+def _quote_row(row: dict[str, Any]) -> Comparison:
+    question = _text(row.get("question"), "question")
+    title = row.get("title", "")
+    if not isinstance(title, str):
+        raise _RowError("title must be a string")
+    texts = [
+        quote_text(question, title, _text(row[f"quote_{side}"], f"quote_{side}")) for side in "ab"
+    ]
+    if texts[0] == texts[1]:
+        raise _RowError("quote_a and quote_b are the same sentence")
+    preference = row.get("preference")
+    if preference not in ("a", "b"):
+        raise _RowError(f"preference must be a or b; got {preference!r}")
+    return Comparison(question, texts[0], texts[1], PREFERENCE_LABELS[preference])
 
 
 @dataclass

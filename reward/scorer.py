@@ -50,7 +50,10 @@ class RewardScorer:
         return self.version
 
     async def score(self, answers: Sequence[ScoredText]) -> list[float]:
-        texts = [answer_text(a) for a in answers]
+        return await self.score_in_thread([answer_text(a) for a in answers])
+
+    async def score_in_thread(self, texts: list[str]) -> list[float]:
+        """score_texts on the scorer's own thread."""
         return await asyncio.get_running_loop().run_in_executor(
             self._executor, self.score_texts, texts
         )

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import prepare_default_reward_model
+from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.registry import CURRENT
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.reward.factory import open_scorer
@@ -63,6 +64,16 @@ def build_decline_judge(settings: ServiceSettings) -> Scorer | None:
     if settings.decline_judge is None:
         return None
     return open_scorer(settings.decline_judge)
+
+
+def build_quote_ranker(settings: ServiceSettings) -> QuoteRanker | None:
+    """The quote ranker the settings name, loaded in this process at start; None when the
+    lexical rule picks the quotes."""
+    if settings.quote_ranker is None:
+        return None
+    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
+
+    return QuoteScorer(settings.quote_ranker)
 
 
 def scorer_for(settings: ServiceSettings, folder: Path) -> Scorer:

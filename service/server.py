@@ -21,7 +21,7 @@ from webgpt.service.policies import (
     check_gpu_shares,
     spare_cpu,
 )
-from webgpt.service.scoring import build_decline_judge, build_scorer
+from webgpt.service.scoring import build_decline_judge, build_quote_ranker, build_scorer
 from webgpt.service.serving import AnswerService
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
@@ -43,7 +43,7 @@ def build_service(settings: ServiceSettings) -> AnswerService:
             f"WEBGPT_API_KEYS to serve on {settings.host}"
         )
     scorer = build_scorer(settings)
-    judge = build_decline_judge(settings)
+    judge, ranker = build_decline_judge(settings), build_quote_ranker(settings)
     if (settings.policy_url is None) != (settings.policy_model is None):
         raise ConfigurationError("set the policy URL and model together")
     if settings.policy_format == "chat" and (
@@ -59,14 +59,16 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     store = FeedbackStore(settings.database(), connect=False)  # it may be down: spooled
     if settings.policy_checkpoint is not None:
         versions = policy_versions(settings, web, key)
-        return AnswerService(settings, web, None, scorer, Metrics(), store, versions, judge)
+        return AnswerService(settings, web, None, scorer, Metrics(), store, versions, judge, ranker)
     if settings.policy_url is not None and settings.policy_model is not None:
         url, model = settings.policy_url, settings.policy_model
     else:
         running = default_policy_server(print_progress)
         url, model = running.url, running.model
     policy = policy_client(url, model, key, guided=True, policy_format=settings.policy_format)
-    return AnswerService(settings, web, policy, scorer, Metrics(), store, decline_judge=judge)
+    return AnswerService(
+        settings, web, policy, scorer, Metrics(), store, decline_judge=judge, quote_ranker=ranker
+    )
 
 
 def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> PolicyVersions:

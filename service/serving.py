@@ -15,6 +15,7 @@ from webgpt.agent.answer import Agent, AnswerResult
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, answer_temperature, write_answer
 from webgpt.agent.errors import PolicyUnavailable
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.scoring import Scorer
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.session import BrowserSession, SessionConfig
@@ -107,6 +108,7 @@ class AnswerService:
     store: FeedbackStore
     policy_versions: PolicyVersions | None = None  # set: follow settings.policy_checkpoint
     decline_judge: Scorer | None = None  # settings.decline_judge, loaded
+    quote_ranker: QuoteRanker | None = None  # settings.quote_ranker, loaded
 
     def __post_init__(self, policy: OpenAIPolicy | None, scorer: Scorer | None) -> None:
         self.admission = Admission(
@@ -244,9 +246,13 @@ class AnswerService:
             ) from None
 
     def _episode_config(self, temperature: float) -> EpisodeConfig:
-        """Episodes as the settings ask: the decline threshold, the answer rules and the
-        decline judgment."""
-        return replace(self.settings.episode_config(temperature), decline_judge=self.decline_judge)
+        """Episodes as the settings ask: the decline threshold, the answer rules, the
+        decline judgment and the quote ranker."""
+        return replace(
+            self.settings.episode_config(temperature),
+            decline_judge=self.decline_judge,
+            quote_ranker=self.quote_ranker,
+        )
 
     def _agent(self, request: AnswerRequest, policy: OpenAIPolicy, scorer: Scorer | None) -> Agent:
         return Agent(
@@ -502,8 +508,9 @@ class AnswerService:
         if self.reward_on_first_use is not None:
             await self.reward_on_first_use.aclose()
         await self.scorers.aclose()
-        if self.decline_judge is not None:
-            await self.decline_judge.aclose()
+        for model_in_process in (self.decline_judge, self.quote_ranker):
+            if model_in_process is not None:
+                await model_in_process.aclose()
         await self.demonstrations.aclose()
         await self.mcp_sessions.aclose()
         await self.web.aclose()

@@ -86,6 +86,10 @@ class ServiceSettings(Settings):
     # more answerable questions than the grounded declines (docs/agent.md).
     decline_judge: Path | None = None
     judge_margin: float = 0.0
+    # A quote ranker (agent.episode.EpisodeConfig.quote_ranker): a reward checkpoint folder
+    # trained on quote comparisons that picks the relevant_quotes sentences in view in place
+    # of the lexical rule, loaded in the service's process at start; None: the rule.
+    quote_ranker: Path | None = None
     # docs/questions.md, "The question's own search" and "Relevant quotes and stated
     # numbers", all on by default: an episode's first Search is the question's own words, a
     # Quote for a question asking for no explanation takes only this many of the sentences
@@ -101,7 +105,7 @@ class ServiceSettings(Settings):
     # alias, loaded at start and followed; `none`: best-of-n is off (n must be 1).
     reward_model: Path | None = Path(DEFAULT_REWARD)
 
-    @field_validator("reward_model", "decline_judge", mode="before")
+    @field_validator("reward_model", "decline_judge", "quote_ranker", mode="before")
     @classmethod
     def _none_turns_it_off(cls, value: object) -> object:
         return None if isinstance(value, str) and value.strip().lower() == "none" else value

@@ -20,7 +20,7 @@ from webgpt.browser.corpus import (
 from webgpt.browser.web import Web, WebOptions
 from webgpt.service.app import create_app
 from webgpt.service.metrics import Metrics
-from webgpt.service.scoring import build_decline_judge, build_scorer
+from webgpt.service.scoring import build_decline_judge, build_quote_ranker, build_scorer
 from webgpt.service.serving import AnswerService
 from webgpt.service.settings import ServiceSettings
 from webgpt.service.store import FeedbackStore
@@ -107,9 +107,16 @@ def service_url(offline_store: Path, policy_url: str) -> Callable[..., contextma
             Path(overrides.get("feedback_db") or offline_store.parent / "fb.sqlite")
         )  # type: ignore[arg-type]
         scorer = build_scorer(settings)  # the reward wiring `webgpt serve` uses
-        judge = build_decline_judge(settings)
+        judge, ranker = build_decline_judge(settings), build_quote_ranker(settings)
         service = AnswerService(
-            settings, web, policy, scorer, Metrics(), store, decline_judge=judge
+            settings,
+            web,
+            policy,
+            scorer,
+            Metrics(),
+            store,
+            decline_judge=judge,
+            quote_ranker=ranker,
         )
         with serve(create_app(service)) as base:
             yield base

@@ -155,9 +155,11 @@ function showAnswer(result) {
     answer.append(element("p", "Declined: the pages it found do not answer the question.", "muted"));
   }
   referenceList($("references"), result.references, "ref-");
-  // Which models made it: the reward model is named when it picked among episodes.
+  // Which models made it: the reward model is named when it picked among episodes, the
+  // quote ranker when one chose the sentences the policy could quote.
   const versions = result.versions;
   $("result-versions").textContent = (versions.policy ? "policy " + versions.policy : "") +
+    (versions.quote_ranker ? " · quotes ranked by " + versions.quote_ranker : "") +
     (versions.reward ? " · picked by reward model " + versions.reward + " among " + result.candidates.length : "");
   $("rate-these").hidden = result.candidates.filter((c) => c.answer).length < 2;
   $("result").hidden = false;

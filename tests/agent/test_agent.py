@@ -77,7 +77,12 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
         == "Crows can recognise individual human faces and remember them for years."
     )
     assert result.usage.actions == 4 and result.usage.pages_fetched == 1
-    assert result.versions == {"policy": "scripted", "reward": None, "format": 1}
+    assert result.versions == {
+        "policy": "scripted",
+        "reward": None,
+        "quote_ranker": None,
+        "format": 1,
+    }
 
     browsing = [r for r in script.requests if not r["stream"]]
     assert len(browsing) == 4

@@ -60,7 +60,12 @@ def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> No
     assert body["answer"] == "Crows are corvids [1]."
     assert body["references"][0]["url"] == "https://en.wikipedia.org/wiki/Crow"
     assert body["usage"]["actions"] == 4 and body["usage"]["pages_fetched"] == 1
-    assert body["versions"] == {"policy": "scripted", "reward": None, "format": 1}
+    assert body["versions"] == {
+        "policy": "scripted",
+        "reward": None,
+        "quote_ranker": None,
+        "format": 1,
+    }
     assert set(body["timings"]) >= {"total_s", "policy_s", "fetch_s", "render_s"}
 
 

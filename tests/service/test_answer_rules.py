@@ -112,3 +112,21 @@ def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "false")
     config = EpisodeConfig(**ServiceSettings().answer_rules())
     assert rule_settings(config) == (None, False, False)
+
+
+def test_a_quote_ranker_picks_the_quotes_the_service_offers(  # type: ignore[no-untyped-def]
+    service_url, script: Script, reward_checkpoint
+) -> None:
+    """WEBGPT_QUOTE_RANKER: a reward checkpoint, loaded in the service, picks the one
+    sentence in view a factoid's Quote may take; the answer names it and the trace says a
+    learned ranker narrowed the Quote."""
+    script.answers[:] = ["Crows remember faces for years [1]."]
+    request = {"question": "Do crows remember human faces?", "include_trace": True}
+    with service_url(quote_ranker=reward_checkpoint) as base:
+        body = httpx.post(f"{base}/answer", json=request, timeout=60).json()
+    assert body["versions"]["quote_ranker"] == "rm-bon"
+    browsing, _ = _grammars(script)
+    offered = [q for q in (FIRST_SENTENCE, FACES) if re.fullmatch(browsing[2], f"Quote: {q}\n")]
+    assert len(offered) == 1  # of the page's two sentences, the one the ranker scored higher
+    narrowed = [event["narrowed"] for event in body["trace"] if event["type"] == "action"]
+    assert "ranked_quotes" in narrowed[2] and "relevant_quotes" not in narrowed[2]

@@ -32,7 +32,12 @@ def test_answer_json(service_url) -> None:  # type: ignore[no-untyped-def]
         }
     ]
     assert body["usage"]["actions"] == 4 and body["usage"]["pages_fetched"] == 1
-    assert body["versions"] == {"policy": "scripted", "reward": None, "format": 1}
+    assert body["versions"] == {
+        "policy": "scripted",
+        "reward": None,
+        "quote_ranker": None,
+        "format": 1,
+    }
     assert body["trace"] is None
     assert response.headers["x-request-id"]
     with service_url() as base:

@@ -80,6 +80,11 @@ def test_comparison_survives_a_restart_and_exports(
     assert rows[0]["a"]["answer"] == "Crows are birds [1]." and rows[0]["preference"] == "a"
     assert rows[0]["a"]["quotes"][0]["url"] == "https://en.wikipedia.org/wiki/Crow"
     assert rows[1]["preference"] == "tie"
-    assert rows[0]["versions"] == {"policy": "scripted", "reward": None, "format": 1}
+    assert rows[0]["versions"] == {
+        "policy": "scripted",
+        "reward": None,
+        "quote_ranker": None,
+        "format": 1,
+    }
     comparisons, report = load_comparisons([out])  # what `webgpt train rm` reads
     assert report.used == 2 and [c.label for c in comparisons] == [1.0, 0.5]

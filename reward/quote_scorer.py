@@ -1,0 +1,46 @@
+"""A quote ranker: a reward checkpoint trained on quote comparisons (`webgpt comparisons
+quotes`, then `webgpt train rm`) scores each sentence in view as the quote of an answer to
+the question, and the Quote grammar offers the best (agent.quote_ranking).
+
+`QuoteScorer` satisfies agent.quote_ranking.QuoteRanker structurally (reward/ never imports
+agent/). An episode meets the same sentences again (a page seen twice, scrolled past and
+back, best-of-n's episodes on one question), so scores are kept by text, a bounded number.
+"""
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+from webgpt.reward.data import quote_text
+from webgpt.reward.scorer import RewardScorer
+
+# A question and one sentence of at most 300 characters (agent.grammar.MAX_QUOTE_CHARS).
+QUOTE_MAX_TOKENS = 256
+CACHED_SCORES = 8192
+
+
+class QuoteScorer:
+    def __init__(self, folder: Path, device: str | None = None) -> None:
+        self._scorer = RewardScorer(folder, max_length=QUOTE_MAX_TOKENS, device=device)
+        self._scores: OrderedDict[str, float] = OrderedDict()
+
+    @property
+    def name(self) -> str:
+        return self._scorer.version
+
+    async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
+        """A score for each sentence as the quote answering question (higher: better)."""
+        texts = [quote_text(question, title, sentence) for sentence in sentences]
+        scores = {text: self._scores[text] for text in texts if text in self._scores}
+        new = [text for text in dict.fromkeys(texts) if text not in scores]
+        if new:
+            scores.update(zip(new, await self._scorer.score_in_thread(new), strict=True))
+        for text, score in scores.items():  # the most recently used last
+            self._scores[text] = score
+            self._scores.move_to_end(text)
+        while len(self._scores) > CACHED_SCORES:
+            self._scores.popitem(last=False)
+        return [scores[text] for text in texts]
+
+    async def aclose(self) -> None:
+        await self._scorer.aclose()

@@ -1,0 +1,81 @@
+"""Learned quote choice: with a quote ranker, a factoid's Quote may take only the sentences
+in view the ranker scores highest (agent.quote_ranking), in place of the lexical rule."""
+
+import re
+from collections.abc import Sequence
+
+from tests.agent.fake_policy import Script
+from tests.agent.test_agent import CROW_EPISODE, collect_into
+from tests.agent.test_relevance import FACES, FIRST_SENTENCE
+from webgpt.agent.answer import Agent
+from webgpt.agent.episode import EpisodeConfig, run_episode
+from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.quote_ranking import ranked_quotes
+from webgpt.agent.trace import ActionEvent, TraceEvent
+from webgpt.browser.web import Web
+
+
+class WordRanker:
+    """Scores a sentence by whether it holds a chosen word: a known preference, which
+    differs from the lexical rule's on the crow page."""
+
+    name = "word-ranker"
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+        self.calls: list[tuple[str, str, list[str]]] = []
+
+    async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
+        self.calls.append((question, title, list(sentences)))
+        return [float(self.word in sentence) for sentence in sentences]
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_the_best_scored_keep_their_order_on_the_page_and_ties_keep_the_earlier() -> None:
+    ranker = WordRanker("b")
+    sentences = ["a one", "b two", "c three", "b four"]
+    assert await ranked_quotes(ranker, "q", "T", sentences, 1) == ["b two"]
+    assert await ranked_quotes(ranker, "q", "T", sentences, 3) == ["a one", "b two", "b four"]
+    assert await ranked_quotes(ranker, "q", "T", sentences[:2], 2) == sentences[:2]
+    assert len(ranker.calls) == 2  # nothing to rank when every sentence may be offered
+
+
+async def test_an_episode_offers_a_factoid_the_sentence_the_ranker_picks(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The lexical rule would offer the sentence about faces; a ranker that prefers the
+    page's first sentence gets that one offered instead, and the trace says a learned
+    ranker narrowed the Quote."""
+    script.commands = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", "End: Answer"]
+    script.answers = ["Crows are birds of the genus Corvus [1]."]
+    ranker = WordRanker("genus")
+    config = EpisodeConfig(relevant_quotes=1, quote_ranker=ranker)
+    events: list[TraceEvent] = []
+    question = "Do crows remember human faces?"
+    result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+    assert [q.extract for q in result.quotes] == [FIRST_SENTENCE]
+    on_the_page = [r for r in script.requests if not r.get("stream")][2]
+    grammar = on_the_page["structured_outputs"]["regex"]
+    assert re.fullmatch(grammar, f"Quote: {FIRST_SENTENCE}\n")
+    assert not re.fullmatch(grammar, f"Quote: {FACES}\n")
+    asked, title, sentences = ranker.calls[0]
+    assert asked == question and title and FACES in sentences and FIRST_SENTENCE in sentences
+    actions = [e for e in events if isinstance(e, ActionEvent)]
+    assert "ranked_quotes" in actions[2].narrowed
+    assert "relevant_quotes" not in actions[2].narrowed
+    assert result.timings.scoring_s > 0
+
+
+async def test_an_explanation_is_not_ranked_and_the_answer_names_the_ranker(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    script.commands = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", f"Quote: {FACES}"]
+    script.answers = ["Crows are corvids [1]. They remember faces [2]."]
+    ranker = WordRanker("genus")
+    agent = Agent(web, policy, episode=EpisodeConfig(quote_ranker=ranker))
+    result = await agent.answer("How do crows remember faces?")
+    assert ranker.calls == []  # every sentence in view is offered to an explanation
+    assert [r.extract for r in result.references] == [FIRST_SENTENCE, FACES]
+    assert result.versions["quote_ranker"] == "word-ranker"

@@ -1,0 +1,76 @@
+"""The comparisons a quote ranker learns from: the sentence that answers a factoid against
+another of its page as the browser serves it, train pages only."""
+
+import json
+from pathlib import Path
+
+from webgpt.browser.offline import OfflineWeb
+from webgpt.evals.questions import contains_gold, split_of
+from webgpt.learning.question_generator import generate_questions
+from webgpt.learning.quote_comparisons import ServedSentences, quote_rows
+from webgpt.reward.data import load_comparisons, quote_text
+from webgpt.service.cli import main
+
+CROW = "https://en.wikipedia.org/wiki/Crow"
+MONA_LISA = "https://en.wikipedia.org/wiki/Mona_Lisa"  # a dev page of the learning web
+
+
+def test_rows_pit_the_answering_sentence_against_another_of_its_page(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    store = OfflineWeb(learning_store)
+    questions = list(generate_questions(store, per_page=5))
+    by_text = {q.question: q for q in questions}
+    pages = ServedSentences(store)
+    rows = list(quote_rows(questions, pages))
+    assert rows and {r["preference"] for r in rows} == {"a", "b"}  # the winner's side is drawn
+    for row in rows:
+        question = by_text[row["question"]]
+        assert question.kind == "factoid" and split_of(row["url"]) == "train"
+        winner = row[f"quote_{row['preference']}"]
+        loser = row["quote_b" if row["preference"] == "a" else "quote_a"]
+        title, sentences = pages.of(row["url"])
+        assert row["title"] == title and {winner, loser} <= set(sentences)  # as served
+        assert contains_gold(winner, question.gold_answers)
+        assert not contains_gold(loser, question.gold_answers)
+        assert row["source"] == "synthetic"
+    assert pages.of(MONA_LISA) == ("", [])  # no dev page is read
+    assert not any(by_text[r["question"]].url == MONA_LISA for r in rows)
+
+    path = tmp_path / "quotes.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    comparisons, report = load_comparisons([path])  # what `webgpt train rm` reads
+    assert report.skipped == [] and len(comparisons) == len(rows)
+    first, row = comparisons[0], rows[0]
+    assert first.text_a == quote_text(row["question"], row["title"], row["quote_a"])
+    assert first.label == (1.0 if row["preference"] == "a" else 0.0)
+
+
+def test_comparisons_quotes_reads_people_written_questions(
+    learning_store: Path, tmp_path: Path
+) -> None:
+    faces = "Crows can recognise individual human faces and remember them for years."
+    written = [
+        {"question": "how long do crows remember a face", "gold_answers": ["for years"],
+         "url": CROW, "evidence": faces, "split": "train"},
+        # its evidence is no sentence of the page: no row
+        {"question": "what do crows eat", "gold_answers": ["seeds"], "url": CROW,
+         "evidence": "Crows eat seeds and insects.", "split": "train"},
+        {"question": "who painted the mona lisa", "gold_answers": ["Leonardo"],
+         "url": MONA_LISA, "evidence": "The Mona Lisa is a portrait by Leonardo.",
+         "split": "dev"},
+    ]  # fmt: skip
+    questions = tmp_path / "written.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in written))
+    out = tmp_path / "quotes.jsonl"
+    assert (
+        main(["comparisons", "quotes", "--questions", str(questions), "--generated", "0",
+              "--store", str(learning_store), "--out", str(out)])  # fmt: skip
+        == 0
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["question"] for r in rows} == {"how long do crows remember a face"}
+    for row in rows:
+        assert row[f"quote_{row['preference']}"] == faces
+        assert row["title"] == "Crow"
+    assert len(rows) == 3  # every other sentence of the page, none holding "for years"

@@ -1,0 +1,127 @@
+"""A quote ranker: a reward model trained on quote comparisons (the sentence that answers
+the question against another of its page), scoring the sentences in view in this process."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.reward.tiny import COLORS, build_tiny_backbone
+from webgpt.agent.quote_ranking import ranked_quotes
+from webgpt.reward.config import RewardTrainConfig
+from webgpt.reward.data import load_comparisons, quote_text
+from webgpt.reward.quote_scorer import QuoteScorer
+from webgpt.reward.train import train_reward_model
+
+
+def sky(story: int, color: str) -> str:
+    # ends on a word of its own: the prompt's separator follows the quote unspaced
+    return f"in story {story} the sky is {color} today"
+
+
+def write_quote_comparisons(path: Path, stories: int, seed: int = 0) -> None:
+    """Known preference: the sentence saying the sky is blue answers the question."""
+    rng = random.Random(seed)
+    rows = []
+    for story in range(stories):
+        for other in rng.sample(COLORS[1:], 3):
+            first = rng.random() < 0.5
+            good, bad = sky(story, "blue"), sky(story, other)
+            rows.append(
+                {
+                    "question": f"what color is the sky in story {story}",
+                    "title": "Sky notes",
+                    "quote_a": good if first else bad,
+                    "quote_b": bad if first else good,
+                    "preference": "a" if first else "b",
+                }
+            )
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture(scope="module")
+def ranker_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("quote-ranker")
+    comparisons = folder / "quotes.jsonl"
+    write_quote_comparisons(comparisons, stories=120)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=build_tiny_backbone(folder / "backbone"),
+        out=folder / "registry",
+        version="quotes-test",
+        epochs=4,
+        learning_rate=3e-3,
+        questions_per_batch=8,
+        ema_decay=0.9,
+        validation_fraction=0.2,
+        max_length=64,
+    )
+    return train_reward_model(config, log=lambda _: None).checkpoint
+
+
+async def test_the_ranker_scores_the_answering_sentence_highest(ranker_checkpoint: Path) -> None:
+    scorer = QuoteScorer(ranker_checkpoint)
+    try:
+        assert scorer.name == "quotes-test"
+        question = "what color is the sky in story 150"  # a story never trained on
+        sentences = [sky(150, color) for color in ("green", "red", "blue", "purple")]
+        scores = await scorer.rank(question, "Sky notes", sentences)
+        assert scores.index(max(scores)) == 2, scores
+        assert await ranked_quotes(scorer, question, "Sky notes", sentences, 1) == [sentences[2]]
+    finally:
+        await scorer.aclose()
+
+
+async def test_a_sentence_seen_again_is_not_scored_again(
+    ranker_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scorer = QuoteScorer(ranker_checkpoint)
+    scored: list[list[str]] = []
+    score_texts = scorer._scorer.score_texts
+
+    def counted(texts: list[str]) -> list[float]:
+        scored.append(texts)
+        return score_texts(texts)
+
+    monkeypatch.setattr(scorer._scorer, "score_texts", counted)
+    try:
+        question = "what color is the sky in story 7"
+        first = await scorer.rank(question, "Sky notes", [sky(7, "blue"), sky(7, "red")])
+        again = await scorer.rank(
+            question, "Sky notes", [sky(7, "red"), sky(7, "green"), sky(7, "blue")]
+        )
+        assert again[0] == first[1] and again[2] == first[0]
+        assert scored == [
+            [quote_text(question, "Sky notes", sky(7, c)) for c in ("blue", "red")],
+            [quote_text(question, "Sky notes", sky(7, "green"))],  # the one new sentence
+        ]
+    finally:
+        await scorer.aclose()
+
+
+def test_bad_quote_rows_are_reported_and_skipped(tmp_path: Path) -> None:
+    good = {"question": "q", "title": "T", "quote_a": "one", "quote_b": "two", "preference": "a"}
+    path = tmp_path / "quotes.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                good,
+                {**good, "quote_b": "one"},
+                {**good, "preference": "tie"},
+                {**good, "quote_a": ""},
+                {**good, "title": 3},
+            ]
+        )
+    )
+    comparisons, report = load_comparisons([path])
+    assert [c.label for c in comparisons] == [1.0]
+    assert comparisons[0].text_a == quote_text("q", "T", "one")
+    reasons = [reason for _, _, reason in report.skipped]
+    assert reasons == [
+        "quote_a and quote_b are the same sentence",
+        "preference must be a or b; got 'tie'",
+        "quote_a must be a non-empty string",
+        "title must be a string",
+    ]
