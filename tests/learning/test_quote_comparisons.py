@@ -63,11 +63,8 @@ def test_comparisons_quotes_reads_people_written_questions(
     questions = tmp_path / "written.jsonl"
     questions.write_text("".join(json.dumps(q) + "\n" for q in written))
     out = tmp_path / "quotes.jsonl"
-    assert (
-        main(["comparisons", "quotes", "--questions", str(questions), "--generated", "0",
-              "--store", str(learning_store), "--out", str(out)])  # fmt: skip
-        == 0
-    )
+    command = ["comparisons", "quotes", "--questions", str(questions), "--generated", "0"]
+    assert main([*command, "--store", str(learning_store), "--out", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["question"] for r in rows} == {"how long do crows remember a face"}
     for row in rows:
