@@ -108,7 +108,12 @@ def reply(question: str, n: int = 1) -> AnswerResult:
         usage=AnswerUsage(
             prompt_tokens=0, completion_tokens=0, actions=0, pages_fetched=0, page_cache_hits=0
         ),
-        versions={"policy": None, "reward": None, "format": OBSERVATION_FORMAT_VERSION},
+        versions={
+            "policy": None,
+            "reward": None,
+            "quote_ranker": None,
+            "format": OBSERVATION_FORMAT_VERSION,
+        },
         timings=AnswerTimings(
             total_s=0.0, policy_s=0.0, browser_s=0.0, fetch_s=0.0, render_s=0.0, scoring_s=0.0
         ),
