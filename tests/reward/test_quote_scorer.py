@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.reward.tiny import COLORS, build_tiny_backbone
+from tests.reward.tiny import COLORS, train_tiny_reward_model
 from webgpt.agent.quote_ranking import ranked_quotes
-from webgpt.reward.config import RewardTrainConfig
 from webgpt.reward.data import load_comparisons, quote_text
 from webgpt.reward.quote_scorer import QuoteScorer
-from webgpt.reward.train import train_reward_model
 
 
 def sky(story: int, color: str) -> str:
@@ -45,19 +43,7 @@ def ranker_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("quote-ranker")
     comparisons = folder / "quotes.jsonl"
     write_quote_comparisons(comparisons, stories=120)
-    config = RewardTrainConfig(
-        comparisons=[comparisons],
-        backbone=build_tiny_backbone(folder / "backbone"),
-        out=folder / "registry",
-        version="quotes-test",
-        epochs=4,
-        learning_rate=3e-3,
-        questions_per_batch=8,
-        ema_decay=0.9,
-        validation_fraction=0.2,
-        max_length=64,
-    )
-    return train_reward_model(config, log=lambda _: None).checkpoint
+    return train_tiny_reward_model(folder, comparisons, "quotes-test")
 
 
 async def test_the_ranker_scores_the_answering_sentence_highest(ranker_checkpoint: Path) -> None:

@@ -62,6 +62,26 @@ def build_tiny_backbone(folder: Path) -> Path:
     return folder
 
 
+def train_tiny_reward_model(folder: Path, comparisons: Path, version: str) -> Path:
+    """A reward model on a tiny backbone built in folder, trained on comparisons with a
+    known preference; its checkpoint folder."""
+    from webgpt.reward.config import RewardTrainConfig  # torch: only for the tests that train
+    from webgpt.reward.train import train_reward_model
+
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=build_tiny_backbone(folder / "backbone"),
+        out=folder / "registry",
+        version=version,
+        epochs=4,
+        learning_rate=3e-3,
+        ema_decay=0.9,
+        validation_fraction=0.2,
+        max_length=96,
+    )
+    return train_reward_model(config, log=lambda _: None).checkpoint
+
+
 def answer(story: int, color: str) -> str:
     return f"in story {story} the sky is {color} [1]"
 
