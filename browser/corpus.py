@@ -242,6 +242,8 @@ class Manual:
     folder: Path
     base_url: str
     package: str  # the Debian package that installs it
+    # The software it documents as a question names it ("what does X do in PostgreSQL").
+    product: str = ""
     # Files that are not manual pages (fnmatch patterns of paths under folder).
     skip: tuple[str, ...] = ()
     # A page's path under base_url from its file's path under folder.
@@ -259,6 +261,7 @@ MANUALS: tuple[Manual, ...] = (
         PYTHON_DOCS_DIR,
         PYTHON_DOCS_URL,
         "python3.11-doc",
+        product="Python",
         aliases=(Path("/usr/share/doc/python3-doc/html"),),
     ),
     Manual(
@@ -266,6 +269,7 @@ MANUALS: tuple[Manual, ...] = (
         Path("/usr/share/doc/postgresql-doc-15/html"),
         "https://www.postgresql.org/docs/15/",
         "postgresql-doc-15",
+        product="PostgreSQL",
         skip=("bookindex.html",),  # the book's index: a link to every page, no text
     ),
     Manual(
@@ -273,6 +277,7 @@ MANUALS: tuple[Manual, ...] = (
         Path("/usr/share/doc/git-doc"),
         "https://git-scm.com/docs/",
         "git-doc",
+        product="Git",
         skip=(
             # git-scm.com publishes the manual pages, the guides and the technical
             # documents (script/update-docs.rb in its repository), not these:
@@ -288,6 +293,7 @@ MANUALS: tuple[Manual, ...] = (
         Path("/usr/share/doc/sqlite3"),
         "https://www.sqlite.org/",
         "sqlite3-doc",
+        product="SQLite",
         skip=(
             "changelog.html",  # the sqlite3 package's copy of changes.html
             "syntax/*",  # one railroad diagram each, drawn in SVG: no text
@@ -304,6 +310,7 @@ MANUALS: tuple[Manual, ...] = (
         Path("/usr/share/doc/python-django-doc/html"),
         "https://docs.djangoproject.com/en/3.2/",
         "python-django-doc",
+        product="Django",
         skip=(
             "search.html",  # the search form, run by JavaScript
             "genindex.html",  # indexes of names: links only

@@ -5,8 +5,9 @@ Three kinds of question, the three a person asks:
   answer must contain, and a short reference answer that states the fact and cites it.
   Many relations, each in several phrasings (who / which / what / name a / in what year /
   how many / roughly how many / to which ...), drawn from any sentence of a Wikipedia
-  summary, some asking for the page's own subject without naming it; and what / how / why
-  about functions and methods of the Python docs.
+  summary, some asking for the page's own subject without naming it; what / how / why
+  about functions and methods of the Python docs; and what an option, setting, function or
+  term of a software manual (PostgreSQL, Git, SQLite, Django) does, or its default.
 - longform: how / why / what-is questions answered in 2-5 sentences, each citing the quote
   it comes from (`supporting`: the sentences to quote, from one or two pages).
 - unanswerable: future events, made-up entities and details no page holds; the right
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import lxml.html
 
 from webgpt.agent.declines import decline_answer
+from webgpt.browser.corpus import MANUALS, PYTHON_DOCS
 from webgpt.browser.offline import OfflineWeb
 from webgpt.evals.questions import Question, Split, normalize, split_of
 
@@ -34,7 +36,8 @@ from webgpt.evals.questions import Question, Split, normalize, split_of
 # FIRST_CITATION_CHARS; reference answers put it right after the fact.
 MAX_LEAD_CHARS = 110
 DOCS_CLAUSE_CHARS = 56  # a docs entry's gold phrase: the start of its first sentence
-PYTHON_DOCS_PAGE_WEIGHT = 4
+# Questions per page of docs or a manual, times per_page: such a page documents many names.
+DOCS_PAGE_WEIGHT = 4
 
 
 # -- Wikipedia summaries ---------------------------------------------------------------
@@ -986,6 +989,25 @@ def made_up_function_questions(documented: set[str], rng: random.Random) -> Iter
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)")
 
 
+def _opening_clause(sentence: str, prefix: str) -> str | None:
+    """A docs entry's gold phrase: the start of its sentence, in whole words, that fits
+    DOCS_CLAUSE_CHARS after the prefix the answer names it by; None when under 3 words."""
+    clause = ""
+    for word in sentence.rstrip(".").split():
+        if len(prefix) + len(clause) + len(word) + 1 > DOCS_CLAUSE_CHARS:
+            break
+        clause = f"{clause} {word}".strip()
+    clause = clause.rstrip(",;:(")
+    return clause if len(clause.split()) >= 3 else None
+
+
+def _lowered(text: str) -> str:
+    """The text as it reads after a dash: its first letter lower case, unless its first
+    word is a name written in capitals ("SQLite", "NULL")."""
+    first = text.split(" ", 1)[0]
+    return text[:1].lower() + text[1:] if first[1:] == first[1:].lower() else text
+
+
 def python_doc_questions(
     url: str, doc: lxml.html.HtmlElement, rng: random.Random
 ) -> Iterator[Question]:
@@ -1005,16 +1027,9 @@ def python_doc_questions(
         sentence = match[1]
         owner, name = qualname.rsplit(".", 1)
         kind = "method" if "method" in entry.get("class", "") else "function"
-        prefix = f"{qualname}() "
-        words = sentence.rstrip(".").split()
-        clause = ""
-        for word in words:
-            if len(prefix) + len(clause) + len(word) + 1 > DOCS_CLAUSE_CHARS:
-                break
-            clause = f"{clause} {word}".strip()
-        if len(clause.split()) < 3:
+        clause = _opening_clause(sentence, f"{qualname}() ")
+        if clause is None:
             continue
-        lowered = clause[:1].lower() + clause[1:]
         if kind == "function" and "." not in owner:
             asked = rng.choice(
                 [
@@ -1038,9 +1053,285 @@ def python_doc_questions(
             url=url,
             title=qualname,
             evidence=sentence,
-            answer=f"{qualname}() — {lowered} [1].",
+            answer=f"{qualname}() — {_lowered(clause)} [1].",
             style="what" if asked.startswith("What") else asked.split()[0].lower(),
         )
+
+
+# -- Software manuals ------------------------------------------------------------------
+#
+# A manual documents its options, settings, functions and terms in definition lists: one
+# or more terms (`<dt>`: "-a" and "--all" name one option) and a description (`<dd>`).
+# Such an entry is often far down a long page, where a Find of its term reaches it
+# (learning.scripted).
+
+MAX_TERM_CHARS = 40
+MIN_DESCRIPTION_CHARS = 20  # a first sentence shorter than this says too little
+# Where a quote's sentences end (agent.grammar): an entry's sentences are split alike, so
+# that each is a span a Quote can take.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# The kinds of term, each as a definition writes it, its name the group "name": a setting
+# with its value's type ("shared_buffers (integer)"), an option or a backslash command with
+# its argument ("--database=pattern", "-C <commit>", "\lo_export loid filename"), a
+# function with its parameters ("abs(X)", "page_header(page bytea) returns record"), and
+# a name or a phrase of keywords ("PQexecPrepared", "IF NOT EXISTS").
+_TERMS = (
+    (
+        "setting",
+        re.compile(
+            r"(?P<name>[A-Za-z_][\w.]*) \((?:integer|boolean|string|enum|floating point|real)\)"
+        ),
+    ),
+    ("option", re.compile(r"(?P<name>--?[A-Za-z0-9][\w-]*)(?:[=\[ <].*)?")),
+    ("term", re.compile(r"(?P<name>\\[A-Za-z][\w+]*)(?: .*)?")),
+    ("function", re.compile(r"(?P<name>[A-Za-z_][\w.]*)\([^()]*\)(?: returns .+)?")),
+    ("term", re.compile(r"(?P<name>[A-Za-z_$][\w.$:-]*|[A-Z]+(?: [A-Z]+){1,3})")),
+)
+# Elements that end a description's first paragraph where it has no element of its own.
+_BLOCKS = frozenset({"p", "div", "pre", "dl", "ul", "ol", "table", "blockquote"})
+# A default a description states: "The default is 10 seconds (10s).", "Defaults to true.",
+# "Valid values are try (the default), on, and off."; a value of a word, a quoted string or
+# a number with its unit, and nothing more ("The default is to use ..." states none).
+_VALUE = r"[\"“]?(?P<value>\d[\d.,]*(?: [A-Za-z]+)?|[\w.+-]+)[\"”]?"
+_DEFAULTS = (
+    re.compile(
+        r"\b(?:[Tt]he default(?: value| setting)? is|[Dd]efaults to) "
+        rf"(?:typically |usually |normally |currently )?{_VALUE}(?=[.,;:]?$|[.,;:] |\s\()"
+    ),
+    re.compile(rf"(?:^| ){_VALUE} \(the default\)"),
+)
+# The command a manual page documents, from its title: a command's manual page
+# ("git-commit(1)"), an SQL command ("CREATE TABLE") or a program ("pg_dump").
+_MAN_PAGE = re.compile(r"(?P<name>[a-z][\w.-]*)\(1\)")
+_COMMAND_TITLE = re.compile(r"[A-Z]+(?: [A-Z]+)*|[a-z][\w-]*")
+# What a title says before a page's name: its section's number ("17.4. ", "Appendix M. ").
+_SECTION_NUMBER = re.compile(r"^(?:Chapter |Appendix )?[A-Z0-9]{1,3}(?:\.\d+)*\.\s+")
+_MANUAL_ASKS = {
+    "option": (
+        "What does the {name} option of {command} do?",
+        "what does {command} {name} do",
+        "What is {name} for in {command}?",
+        "What happens when I pass {name} to {command}?",
+    ),
+    "setting": (
+        "What does {name} do in {where}?",
+        "what does {name} do in {casual}",
+        "What is the {name} setting in {where} for?",
+        "What does the {where} setting {name} control?",
+    ),
+    "function": (
+        "What does the {name} function do in {where}?",
+        "what does {name} do in {casual}",
+        "What is {name} for in {where}?",
+        "How does {name} work in {where}?",
+    ),
+    "term": (
+        "What does {name} do in {where}?",
+        "What is {name} in {where}?",
+        "what does {name} mean in {casual}",
+        "What is {name} used for in {where}?",
+    ),
+    "default": (
+        "What is the default value of {name} in {where}?",
+        "what's the default for {name} in {casual}",
+        "What does {name} default to in {where}?",
+        "What is {name} set to by default in {where}?",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ManualEntry:
+    """One documented name of a manual page and the first paragraph of its description."""
+
+    name: str  # as a question names it: "--amend", "shared_buffers", "abs()"
+    kind: str  # "option", "setting", "function" or "term"
+    sentences: list[str]  # its description's first paragraph, a quotable span each
+
+
+def manual_entries(doc: lxml.html.HtmlElement) -> list[ManualEntry]:
+    """The entries of a manual page's definition lists whose term is a name and whose
+    description opens with a sentence. Left out: a list inside a description (its terms
+    are the values of another's: "no", "plain"), a table of contents or index (a term
+    that is a link to where it is documented), API entries (python_doc_questions' kind),
+    a placeholder ("name", "<commit>", written in italics), and a name two entries share
+    (a question could not say which it means)."""
+    entries: list[ManualEntry] = []
+    for dl in doc.iter("dl"):
+        classes = (dl.get("class") or "").split()
+        if "toc" in classes or "py" in classes or dl.xpath("ancestor::dd"):
+            continue
+        terms: list[lxml.html.HtmlElement] = []
+        for child in dl:
+            if child.tag == "dt":
+                terms.append(child)
+            elif child.tag == "dd":
+                entry = _manual_entry(terms, child)
+                if entry is not None:
+                    entries.append(entry)
+                terms = []
+    counts = Counter(entry.name for entry in entries)
+    return [entry for entry in entries if counts[entry.name] == 1]
+
+
+def _manual_entry(
+    terms: list[lxml.html.HtmlElement], description: lxml.html.HtmlElement
+) -> ManualEntry | None:
+    """The entry of a description and the terms before it; None where no term is a name
+    or the description's first sentence says too little to answer with."""
+    names: list[tuple[str, str]] = []
+    for dt in terms:
+        shown = _text(dt)
+        linked = _text_of(a for a in dt.iter("a") if a.get("href"))
+        placeholders = {_text(e) for e in dt.iter("em", "i", "var")}
+        if not shown or linked == shown:
+            continue
+        for line in _term_lines(dt):
+            named = _term_name(line)
+            if named is not None and named[0] not in placeholders:
+                names.append(named)
+    if not names:
+        return None
+    # an option's long form says what it does ("--all"); its short one ("-a") is found
+    # everywhere on its page
+    longs = [named for named in names if named[0].startswith("--")]
+    name, kind = (longs or names)[0]
+    if len(name.lstrip("-\\")) < 2 or len(name) > MAX_TERM_CHARS:
+        return None
+    sentences = [s for s in _SENTENCE_END.split(_first_paragraph(description)) if s]
+    first = sentences[0] if sentences else ""
+    if (
+        len(first) < MIN_DESCRIPTION_CHARS
+        or first.startswith("See ")  # a pointer to where it is described
+        or first.count("(") != first.count(")")
+        or re.search(r"[\[\]■]", first)  # the answer grammar keeps brackets for citations
+    ):
+        return None
+    return ManualEntry(f"{name}()" if kind == "function" else name, kind, sentences)
+
+
+def _text(element: lxml.html.HtmlElement) -> str:
+    return " ".join(element.text_content().replace("¶", "").split())
+
+
+def _text_of(elements: Iterator[lxml.html.HtmlElement]) -> str:
+    return " ".join(" ".join(_text(e) for e in elements).split())
+
+
+def _term_lines(dt: lxml.html.HtmlElement) -> list[str]:
+    """The names a term element writes, one a line: a line break parts them ("-a<br>--all")."""
+    parts: list[str] = [dt.text or ""]
+    for node in dt.iterdescendants():
+        parts.append("\n" if node.tag == "br" else node.text or "")
+        if node.tail:
+            parts.append(node.tail)
+    lines = "".join(parts).replace("¶", "").split("\n")
+    return [" ".join(line.split()) for line in lines if line.strip()]
+
+
+def _term_name(line: str) -> tuple[str, str] | None:
+    """(name, kind) of a term as a definition writes it, or None where it is no name."""
+    for kind, pattern in _TERMS:
+        match = pattern.fullmatch(line)
+        if match is not None:
+            return match["name"], kind
+    return None
+
+
+def _first_paragraph(description: lxml.html.HtmlElement) -> str:
+    """The text of a description's first paragraph: the paragraph it opens with, else its
+    text up to its first block (some manuals write a description without one)."""
+    children = list(description)
+    if not (description.text or "").strip() and children and children[0].tag == "p":
+        return " ".join(children[0].text_content().split())
+    parts = [description.text or ""]
+    for child in children:
+        if child.tag in _BLOCKS:
+            break
+        parts += [child.text_content(), child.tail or ""]
+    return " ".join("".join(parts).split())
+
+
+def manual_command(title: str, product: str) -> str | None:
+    """The command a manual page documents, as it is typed ("git commit" for the page
+    "git-commit(1)", "CREATE TABLE", "pg_dump"); None for a page about something else."""
+    man = _MAN_PAGE.fullmatch(title)
+    if man is not None:
+        name, prefix = man["name"], f"{product.lower()}-"
+        return f"{product.lower()} {name.removeprefix(prefix)}" if name.startswith(prefix) else name
+    return title if _COMMAND_TITLE.fullmatch(title) else None
+
+
+def page_subject(title: str) -> str:
+    """What a manual page is about as a question names it: its title without a section's
+    number, a manual page's section, or what follows a dash or colon, its words in lower
+    case but for names ("17.4. Installation Procedure": "installation procedure",
+    "Signals — Django 3.2.25 documentation": "signals")."""
+    name = re.split(r" — |: ", _SECTION_NUMBER.sub("", title))[0]
+    return " ".join(_lowered(word) for word in re.sub(r"\(\d\)$", "", name).split())
+
+
+def _stated_default(sentences: list[str]) -> tuple[str, str] | None:
+    """(value, sentence) of the default a description states, if one does."""
+    for sentence in sentences:
+        for pattern in _DEFAULTS:
+            match = pattern.search(sentence)
+            if match is not None and len(sentence) >= MIN_DESCRIPTION_CHARS:
+                return match["value"].rstrip(".,"), sentence
+    return None
+
+
+def manual_questions(
+    url: str, title: str, product: str, doc: lxml.html.HtmlElement, rng: random.Random
+) -> Iterator[Question]:
+    """What an option, setting, function or term of a manual page does, and its default
+    where its description states one. The gold is the start of its description's first
+    sentence (or the default); the question's title is the name as the question writes
+    it, which a Find brings the entry into view with."""
+    command = manual_command(title, product)
+    subject = page_subject(title)
+
+    def ask(style: str, entry: ManualEntry, gold: str, evidence: str, answer: str) -> Question:
+        # Where the question says the name is: a command's page names the command, with
+        # its software unless the command names it ("What does IF NOT EXISTS do in
+        # PostgreSQL CREATE TABLE?", "git commit", "pg_dump"); a setting's name is the
+        # software's own; any other name is the page's ("in the PostgreSQL docs on
+        # acronyms"), since another page can use it for something else.
+        if command is not None:
+            plain = command.islower() or command.lower().startswith(product.lower())
+            where = casual = command if plain else f"{product} {command}"
+        elif entry.kind == "setting" or not subject:
+            where, casual = product, product.lower()
+        else:
+            docs = "docs" if product.lower() in subject.lower() else f"{product} docs"
+            where, casual = f"the {docs} on {subject}", f"the {docs.lower()} on {subject}"
+        asks = _MANUAL_ASKS["term" if style == "option" and command is None else style]
+        asked = rng.choice(asks).format(
+            name=entry.name, command=command, where=where, casual=casual
+        )
+        return Question(
+            question=asked[:1].upper() + asked[1:] if asked.endswith("?") else asked,
+            gold_answers=[gold],
+            url=url,
+            title=entry.name,
+            evidence=evidence,
+            answer=answer,
+            style=f"manual {style}",
+        )
+
+    for entry in manual_entries(doc):
+        first = entry.sentences[0]
+        clause = _opening_clause(first, f"{entry.name} ")
+        if clause is not None:
+            said = _lowered(clause)
+            answer = _lead(f"{entry.name} — {_lowered(first)}", said)
+            yield ask(entry.kind, entry, clause, first, answer or f"{entry.name} — {said} [1].")
+        default = _stated_default(entry.sentences)
+        if default is not None:
+            value, sentence = default
+            answer = _lead(f"The default of {entry.name} is {value}", value)
+            if answer is not None:
+                yield ask("default", entry, value, sentence, answer)
 
 
 def generate_questions(
@@ -1048,10 +1339,13 @@ def generate_questions(
 ) -> Iterator[Question]:
     """Questions from every page of the offline web, each tagged with its page's split
     (a made-up entity's question keeps the split of its own text): per Wikipedia page up to
-    `per_page` factoids, one long-form question and one unanswerable one."""
+    `per_page` factoids, one long-form question and one unanswerable one; per page of the
+    Python docs or another manual up to `per_page` x DOCS_PAGE_WEIGHT factoids (and a
+    made-up function of the Python docs)."""
     rng = random.Random(seed)
     pages = store.pages()
     titles = {page.url: page.title for page in pages if page.source == "wikipedia"}
+    products = {manual.name: manual.product for manual in MANUALS if manual.name != PYTHON_DOCS}
     for page in pages:
         if page.content_type != "text/html":
             continue
@@ -1082,7 +1376,7 @@ def generate_questions(
                 *rng.sample(longform, k=min(1, len(longform))),
                 *rng.sample(unanswerable, k=min(1, len(unanswerable))),
             ]
-        elif page.source == "python-docs":
+        elif page.source == PYTHON_DOCS:
             # A docs page documents many functions, a summary one subject: without more per
             # docs page, Python questions would be a few percent of the data.
             doc = lxml.html.document_fromstring(body)
@@ -1090,9 +1384,14 @@ def generate_questions(
             rng.shuffle(found)
             made_up = list(made_up_function_questions(documented_functions(doc), rng))
             found = [
-                *found[: per_page * PYTHON_DOCS_PAGE_WEIGHT],
+                *found[: per_page * DOCS_PAGE_WEIGHT],
                 *rng.sample(made_up, k=min(1, len(made_up))),
             ]
+        elif page.source in products:
+            doc = lxml.html.document_fromstring(body)
+            found = list(manual_questions(page.url, page.title, products[page.source], doc, rng))
+            rng.shuffle(found)
+            found = found[: per_page * DOCS_PAGE_WEIGHT]
         else:
             continue
         for question in found:

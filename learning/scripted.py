@@ -3,8 +3,10 @@
 It uses only the commands of Table 1 and only what it sees: it searches with the
 question's own words (agent.queries.question_query, the first Search guided decoding
 serves), reformulates with the page's title when the page is not among the results, clicks
-the result that leads to the page, finds or scrolls to the sentence that holds the answer,
-quotes it, ends, and writes a short answer that states the fact and cites it. A share of
+the result that leads to the page, finds or scrolls to the sentence that holds the answer
+(a question about a documented entry, a Python function or a manual's option, setting or
+term, repeats `Find in page:` of its name until the entry is in view), quotes it, ends,
+and writes a short answer that states the fact and cites it. A share of
 episodes take realistic detours (a wrong result then `Back`, a scroll away and back) so a
 cloned policy learns to recover; a first search that misses is shown wherever the
 question's words miss the page.
@@ -72,30 +74,48 @@ def _target_link(session: BrowserSession, url: str) -> int | None:
     return None
 
 
+def entry_needles(question: Question) -> list[str]:
+    """What a Find looks for to bring the documented entry a question asks about into
+    view, in turn: a Python function or method as code writes it before its arguments,
+    qualified and then bare (a method shows as "fetchmany(size=…)"); a manual's option,
+    setting or term as its definition writes it ("--amend", "abs(" for "abs()"). None for
+    a question about no entry (a summary's answer is in view or a scroll away)."""
+    title = question.title
+    if not title or not question.url:
+        return []
+    if (question.style or "").startswith("manual "):
+        return [title[:-1] if title.endswith("()") else title]  # "abs()": "abs("
+    if "docs.python.org" in question.url:
+        return list(dict.fromkeys([f"{title}(", f"{title.rsplit('.', 1)[-1]}("]))
+    return []
+
+
 def _answering_quote(session: BrowserSession, question: Question) -> str | None:
+    """The span in view that answers: the evidence sentence itself, then, for a question
+    about no documented entry, any span with the gold. An entry's gold can be a word that
+    the sentences around it hold too (a default "on" or "true"), so only its own sentence
+    answers for it."""
     choices = quote_choices(session)
     evidence = normalize(question.evidence or "")
-    for choice in choices:  # the evidence sentence itself, then any span with the gold
+    for choice in choices:
         if (
             evidence
             and normalize(choice) in evidence
             and contains_gold(choice, question.gold_answers)
         ):
             return choice
+    if entry_needles(question):
+        return None
     return next((c for c in choices if contains_gold(c, question.gold_answers)), None)
 
 
 async def _find_entry(
     recorder: Recorder, session: BrowserSession, question: Question, max_steps: int
 ) -> str | None:
-    """Finds a documented name until its entry is in view: the qualified name first
-    ("json.dumps(obj, …)"), then the bare one (a method shows as "fetchmany(size=…)").
-    A name is repeated once per line that holds it, since examples often come first."""
-    assert question.title is not None
-    qualified = question.title
-    bare = qualified.rsplit(".", 1)[-1]
-    for name in dict.fromkeys([qualified, bare]):
-        needle = f"{name}("
+    """Finds the entry a question asks about until its answer is in view, with each of
+    its entry_needles in turn. A needle is repeated once per line that holds it, since
+    examples and mentions of a name often come before its entry."""
+    for needle in entry_needles(question):
         for _ in range(min(_lines_holding(session, needle), max_steps)):
             if session.done:
                 return None
@@ -155,7 +175,7 @@ async def demonstrate(
         else:
             detour = None
     quote = _answering_quote(session, question)
-    if quote is None and question.url and "docs.python.org" in question.url and question.title:
+    if quote is None:
         quote = await _find_entry(recorder, session, question, config.max_find_steps)
     scrolls = 0
     while quote is None and scrolls < config.max_scroll_steps and not session.done:

@@ -13,6 +13,8 @@ groups:
 - factoid: a factoid question about a Wikipedia page;
 - docs: a factoid question about a Python docs page, answered with at most one Find;
 - docs-refind: one answered after two Finds or more (the entry is further on);
+- manual: a factoid question about a page of another manual (PostgreSQL, Git, SQLite,
+  Django), most about an option, setting or term of a long page, reached with a Find;
 - longform: a how/why/what-is question answered from two quotes or more;
 - unanswerable: a question the offline web does not answer, declined.
 An episode drawn twice (the same id in two files) is written once; the counts written
@@ -31,8 +33,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from webgpt.browser.corpus import MANUALS, PYTHON_DOCS
+
 Row = dict[str, object]
-GROUPS = ("factoid", "docs", "docs-refind", "longform", "unanswerable")
+GROUPS = ("factoid", "docs", "docs-refind", "manual", "longform", "unanswerable")
+# The sites of the manuals whose questions are the manual group (Python's are docs).
+MANUAL_SITES = tuple(manual.base_url for manual in MANUALS if manual.name != PYTHON_DOCS)
 
 
 def group_of(row: Row) -> str:
@@ -40,7 +46,10 @@ def group_of(row: Row) -> str:
     kind = meta.get("kind", "factoid") if isinstance(meta, dict) else "factoid"
     if kind != "factoid":
         return str(kind)
-    if "docs.python.org" not in str(row.get("gold_url") or ""):
+    url = str(row.get("gold_url") or "")
+    if url.startswith(MANUAL_SITES):
+        return "manual"
+    if "docs.python.org" not in url:
         return "factoid"
     steps = row["steps"]
     assert isinstance(steps, list)

@@ -15,6 +15,8 @@ base_run_data = load_script("base_run_data")
 
 WIKI = "https://en.wikipedia.org/wiki/Malawi"
 DOCS = "https://docs.python.org/3.11/library/json.html"
+GIT = "https://git-scm.com/docs/git-commit"
+POSTGRES = "https://www.postgresql.org/docs/15/runtime-config-resource.html"
 
 
 def episode(
@@ -39,6 +41,13 @@ def test_groups_tell_docs_answered_after_repeated_finds_from_the_rest() -> None:
     assert base_run_data.group_of(episode(2, "factoid", DOCS, finds=2)) == "docs-refind"
     assert base_run_data.group_of(episode(3, "longform")) == "longform"
     assert base_run_data.group_of(episode(4, "unanswerable")) == "unanswerable"
+
+
+def test_a_factoid_on_another_manuals_page_is_the_manual_group_however_many_finds() -> None:
+    assert base_run_data.group_of(episode(5, "factoid", GIT, finds=1)) == "manual"
+    assert base_run_data.group_of(episode(6, "factoid", POSTGRES, finds=3)) == "manual"
+    assert base_run_data.group_of(episode(7, "longform", GIT)) == "longform"
+    assert base_run_data.parse_counts(["manual=40"]) == {"manual": 40}
 
 
 def run(tmp_path: Path, *draws: list[str]) -> tuple[list[dict[str, object]], str]:
