@@ -18,7 +18,9 @@ from webgpt.agent.model import (
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
+    prepare_default_quote_ranker,
     prepare_default_reward_model,
+    quote_ranker_folder,
     reward_model_folder,
 )
 from webgpt.agent.quote_ranking import QuoteRanker
@@ -77,7 +79,8 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FOLDER",
         help="a reward checkpoint trained on quote comparisons that picks those K sentences "
-        "instead of the lexical rule (`webgpt comparisons quotes`; docs/agent.md, "
+        "instead of the lexical rule: `default`, the shipped one (prepared on first use), "
+        "or a folder (`webgpt comparisons quotes`; docs/agent.md, "
         '"Learned quote choice")',
     )
     parser.add_argument(
@@ -148,11 +151,12 @@ def open_decline_judge(args: argparse.Namespace) -> Scorer | None:
 
 def open_quote_ranker(args: argparse.Namespace) -> QuoteRanker | None:
     """The ranker --quote-ranker names, loaded in this process; the caller closes it."""
-    if args.quote_ranker is None:
+    folder = quote_ranker_folder(args.quote_ranker, print_progress)
+    if folder is None:
         return None
     from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
 
-    return QuoteScorer(args.quote_ranker)
+    return QuoteScorer(folder)
 
 
 def _quote_count(text: str) -> int:
@@ -249,6 +253,7 @@ def _prepare(args: argparse.Namespace) -> int:
     print(prepare_default_model(print_progress))
     print(prepare_default_adapter(print_progress))
     print(prepare_default_reward_model(print_progress))
+    print(prepare_default_quote_ranker(print_progress))
     return 0
 
 

@@ -10,7 +10,8 @@ default policy's own version, which `webgpt answer`, `webgpt serve` and `make de
 `prepare_default_reward_model` does the same for the shipped reward model: its LoRA adapter
 and head (agent/weights/, trained by `webgpt train rm --adapter-out`: docs/reward.md),
 merged onto the weights of the shipped policy it was trained on (the default policy, or an
-earlier default kept in agent/weights/ for it), published in `$WEBGPT_HOME/registry/reward/`.
+earlier default kept in agent/weights/ for it), published in `$WEBGPT_HOME/registry/reward/`;
+`prepare_default_quote_ranker` for the shipped quote ranker, a reward checkpoint too.
 """
 
 import json
@@ -46,6 +47,11 @@ DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (polic
 DEFAULT_REWARD = "default"
 DEFAULT_REWARD_VERSION = "rm-synthetic-v5"  # its backbone (a shipped policy) + its adapter
 SHIPPED_REWARD_ADAPTER = SHIPPED_WEIGHTS / DEFAULT_REWARD_VERSION
+# What `--quote-ranker default` (answer, eval) and WEBGPT_QUOTE_RANKER=default name: the
+# shipped quote ranker (agent.quote_ranking), a reward checkpoint shipped the same way
+DEFAULT_QUOTE_RANKER = "default"
+DEFAULT_QUOTE_RANKER_VERSION = "quotes-v2"
+SHIPPED_QUOTE_RANKER = SHIPPED_WEIGHTS / DEFAULT_QUOTE_RANKER_VERSION
 
 Progress = Callable[[str], None]
 
@@ -102,28 +108,46 @@ def prepare_default_reward_model(progress: Progress = lambda _: None) -> Path:
 
     target = reward_registry_dir() / DEFAULT_REWARD_VERSION
     if not _existing(target):
-        _merge_default_reward_model(target, progress)
+        _merge_shipped_reward_adapter(SHIPPED_REWARD_ADAPTER, target, progress)
     current = target.parent / CURRENT
     if alias_target(current) is None:  # made just now, or by a run stopped before this line
         point_alias(current, DEFAULT_REWARD_VERSION)
     return target
 
 
-def _merge_default_reward_model(target: Path, progress: Progress) -> None:
+def prepare_default_quote_ranker(progress: Progress = lambda _: None) -> Path:
+    """The shipped quote ranker's folder (a reward checkpoint: its backbone's weights + the
+    shipped adapter and head, merged), made on first use. No alias follows it: a service
+    loads the ranker it names at start."""
+    target = reward_registry_dir() / DEFAULT_QUOTE_RANKER_VERSION
+    if not _existing(target):
+        _merge_shipped_reward_adapter(SHIPPED_QUOTE_RANKER, target, progress)
+    return target
+
+
+def quote_ranker_folder(given: Path | None, progress: Progress) -> Path | None:
+    """The quote ranker a command or setting names: `default` is the shipped one (prepared
+    on first use), any other folder itself."""
+    if given == Path(DEFAULT_QUOTE_RANKER):
+        return prepare_default_quote_ranker(progress)
+    return given
+
+
+def _merge_shipped_reward_adapter(shipped: Path, target: Path, progress: Progress) -> None:
     from webgpt.reward.model import merge_reward_adapter
 
-    adapter = _adapter_manifest(SHIPPED_REWARD_ADAPTER)
+    adapter = _adapter_manifest(shipped)
     # The backbone is the policy the reward model was trained on, which need not be today's
     # default: a new default policy can ship before a reward model is trained on its answers.
     try:
         backbone = prepare_shipped_policy(adapter.base_model, progress)
     except ModelError as error:
-        message = f"{SHIPPED_REWARD_ADAPTER} was trained on {adapter.base_model!r}: {error}"
+        message = f"{shipped} was trained on {adapter.base_model!r}: {error}"
         raise ModelError(message) from error
     target.parent.mkdir(parents=True, exist_ok=True)
     _merge_and_publish(
         "reward",
-        lambda out: merge_reward_adapter(backbone, SHIPPED_REWARD_ADAPTER, out),
+        lambda out: merge_reward_adapter(backbone, shipped, out),
         adapter,
         target,
         progress,

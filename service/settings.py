@@ -87,8 +87,9 @@ class ServiceSettings(Settings):
     decline_judge: Path | None = None
     judge_margin: float = 0.0
     # A quote ranker (agent.episode.EpisodeConfig.quote_ranker): a reward checkpoint folder
-    # trained on quote comparisons that picks the relevant_quotes sentences in view in place
-    # of the lexical rule, loaded in the service's process at start; None: the rule.
+    # trained on quote comparisons, or `default` (the shipped one), that picks the
+    # relevant_quotes sentences in view in place of the lexical rule, loaded in the
+    # service's process at start; None: the rule.
     quote_ranker: Path | None = None
     # docs/questions.md, "The question's own search" and "Relevant quotes and stated
     # numbers", all on by default: an episode's first Search is the question's own words, a

@@ -291,5 +291,6 @@ def test_the_wheel_installs_one_namespace_with_its_data(tmp_path: Path) -> None:
         "webgpt/agent/weights/webgpt-bc-135m-v5/manifest.json",  # the reward model's backbone
         "webgpt/agent/weights/rm-synthetic-v5/manifest.json",
         "webgpt/agent/weights/rm-synthetic-v5/score.safetensors",
+        "webgpt/agent/weights/quotes-v2/score.safetensors",  # the quote ranker
     ):
         assert expected in names

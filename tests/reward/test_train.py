@@ -253,6 +253,41 @@ def test_model_prepare_merges_the_shipped_reward_adapter_onto_the_default_policy
         default.prepare_default_reward_model()
 
 
+@pytest.mark.slow  # trains
+def test_model_prepare_merges_the_shipped_quote_ranker_onto_its_backbone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--quote-ranker default` and WEBGPT_QUOTE_RANKER=default: the shipped ranker's adapter
+    merged onto the policy it was trained on, once, beside the reward model but not named by
+    its `current` alias; any other folder is taken as it is."""
+    from webgpt.agent import model as default
+
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path / "home"))
+    backbone = published_backbone(default.policy_registry_dir(), default.DEFAULT_VERSION)
+    checkpoint, adapter = train_with_adapter(
+        tmp_path, backbone, default.DEFAULT_QUOTE_RANKER_VERSION
+    )
+    monkeypatch.setattr(default, "SHIPPED_QUOTE_RANKER", adapter)
+    steps: list[str] = []
+
+    prepared = default.quote_ranker_folder(Path(default.DEFAULT_QUOTE_RANKER), steps.append)
+    reward = tmp_path / "home" / "registry" / "reward"
+    assert prepared == reward / default.DEFAULT_QUOTE_RANKER_VERSION
+    manifest = load_manifest(prepared, verify=True)
+    assert manifest.kind == "reward" and manifest.base_model == default.DEFAULT_VERSION
+    assert any("merging" in step for step in steps)
+    assert not (reward / "current").exists()
+    scored = rewards(RewardModel.load(prepared), prepared, TEXTS)
+    assert scored == pytest.approx(
+        rewards(RewardModel.load(checkpoint), checkpoint, TEXTS), abs=0.02
+    )
+    steps.clear()
+    assert default.quote_ranker_folder(Path("default"), steps.append) == prepared
+    assert steps == []  # made once
+    assert default.quote_ranker_folder(checkpoint, steps.append) == checkpoint
+    assert default.quote_ranker_folder(None, steps.append) is None
+
+
 def test_an_adapter_needs_lora() -> None:
     with pytest.raises(ValueError, match="--adapter-out needs --lora-rank"):
         RewardTrainConfig(comparisons=[], backbone=Path("b"), out=Path("o"), adapter_out=Path("a"))
