@@ -15,7 +15,7 @@ base_run_data = load_script("base_run_data")
 
 WIKI = "https://en.wikipedia.org/wiki/Malawi"
 DOCS = "https://docs.python.org/3.11/library/json.html"
-GIT = "https://git-scm.com/docs/git-commit"
+GIT = "https://git-scm.com/docs/git-merge"  # a train page: no sealed question names it
 POSTGRES = "https://www.postgresql.org/docs/15/runtime-config-resource.html"
 
 
