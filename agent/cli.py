@@ -14,13 +14,13 @@ from webgpt.agent.model import (
     DEFAULT_REWARD,
     DEFAULT_VERSION,
     default_policy_server,
+    load_quote_ranker,
     merged_adapter,
     policy_registry_dir,
     prepare_default_adapter,
     prepare_default_model,
     prepare_default_quote_ranker,
     prepare_default_reward_model,
-    quote_ranker_folder,
     reward_model_folder,
 )
 from webgpt.agent.quote_ranking import QuoteRanker
@@ -151,12 +151,7 @@ def open_decline_judge(args: argparse.Namespace) -> Scorer | None:
 
 def open_quote_ranker(args: argparse.Namespace) -> QuoteRanker | None:
     """The ranker --quote-ranker names, loaded in this process; the caller closes it."""
-    folder = quote_ranker_folder(args.quote_ranker, print_progress)
-    if folder is None:
-        return None
-    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
-
-    return QuoteScorer(folder)
+    return load_quote_ranker(args.quote_ranker, print_progress)
 
 
 def _quote_count(text: str) -> int:

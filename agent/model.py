@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from webgpt.agent.errors import ModelError
+from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import (
     Kind,
@@ -131,6 +132,17 @@ def quote_ranker_folder(given: Path | None, progress: Progress) -> Path | None:
     if given == Path(DEFAULT_QUOTE_RANKER):
         return prepare_default_quote_ranker(progress)
     return given
+
+
+def load_quote_ranker(given: Path | None, progress: Progress) -> QuoteRanker | None:
+    """The quote ranker a command or setting names, loaded in this process (None: none);
+    the caller closes it."""
+    folder = quote_ranker_folder(given, progress)
+    if folder is None:
+        return None
+    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
+
+    return QuoteScorer(folder)
 
 
 def _merge_shipped_reward_adapter(shipped: Path, target: Path, progress: Progress) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from webgpt.agent.errors import ConfigurationError
-from webgpt.agent.model import prepare_default_reward_model, quote_ranker_folder
+from webgpt.agent.model import load_quote_ranker, prepare_default_reward_model
 from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.registry import CURRENT
 from webgpt.agent.scoring import ScoredAnswer, Scorer
@@ -70,14 +70,9 @@ def build_quote_ranker(settings: ServiceSettings) -> QuoteRanker | None:
     """The quote ranker the settings name (`default`: the shipped one, prepared now if it is
     not yet), loaded in this process at start; None when the lexical rule picks the
     quotes."""
-    folder = quote_ranker_folder(
+    return load_quote_ranker(
         settings.quote_ranker, lambda step: log_event("quote_ranker_prepare", "default", step)
     )
-    if folder is None:
-        return None
-    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
-
-    return QuoteScorer(folder)
 
 
 def scorer_for(settings: ServiceSettings, folder: Path) -> Scorer:
