@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from webgpt.agent.declines import is_declined
 from webgpt.agent.grammar import Quoted
-from webgpt.agent.relevance import restates
 
 CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
 _CONTRACTED_IS = re.compile(r"\b(what|who|how|where|when|why)'s\b")  # "what's" -> "what is"
@@ -55,6 +54,19 @@ _CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
 _CAPITALISED = re.compile(r"[A-Z][\w'’]*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NOT_NAMES = frozenset({"I"})
+_WORD = re.compile(r"\w+")
+# Words that say what kind of question it is, not what it is about.
+_KIND_WORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "for", "by", "from", "to", "with", "and", "or",
+    "but", "not", "no", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does",
+    "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "whose",
+    "when", "where", "why", "how", "that", "this", "these", "those", "it", "its", "as", "into",
+    "about", "than", "then", "there", "their", "they", "them", "his", "her", "he", "she", "i",
+    "me", "my", "you", "your", "we", "our", "us", "can", "could", "should", "would", "will",
+    "shall", "may", "might", "must", "much", "many", "roughly", "approximately", "approx",
+    "exactly", "name", "another", "other", "called", "known", "any", "some", "tell", "please",
+    "s", "function", "module", "method", "used",
+})  # fmt: skip
 # How a page may write a small number: as a word, or a Roman numeral
 _NUMBER_WORDS = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -110,12 +122,23 @@ def distinct_sentence_count(answer: str) -> int:
 
 def restates_question(answer: str, question: str) -> bool:
     """Whether a cited answer says nothing the question does not: each word before its
-    first citation is one of the question's (relevance.restates), as in
+    first citation is one of the question's (restates), as in
     "datetime.datetime.today() — [1]." or "A refrigerator keeps food cold [1]."."""
     first = CITATION.search(answer)
     if first is None or is_declined(answer):
         return False
     return restates(answer[: first.start()], question)
+
+
+def restates(text: str, question: str) -> bool:
+    """Whether each of the text's words that says what it is about is one of the
+    question's, or one of them extended ("died" of "die"): it adds nothing to the question."""
+    asked = _content_words(question)
+    return all(any(word.startswith(a) for a in asked) for word in _content_words(text))
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(_fold(text)) if w not in _KIND_WORDS and len(w) > 1]
 
 
 _DOCS_HEAD = re.compile(r"^[^\[\]]*? — ")  # a docs answer's "json.dumps() — "

@@ -14,6 +14,7 @@ from webgpt.agent.model import (
     DEFAULT_REWARD,
     DEFAULT_VERSION,
     default_policy_server,
+    default_quote_ranker_name,
     load_quote_ranker,
     merged_adapter,
     policy_registry_dir,
@@ -21,6 +22,7 @@ from webgpt.agent.model import (
     prepare_default_model,
     prepare_default_quote_ranker,
     prepare_default_reward_model,
+    quote_ranker_path,
     reward_model_folder,
 )
 from webgpt.agent.quote_ranking import QuoteRanker
@@ -62,26 +64,16 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="a how-many or what-year question's answer states a number its quotes show "
-        '(default: on; docs/questions.md, "Relevant quotes and stated numbers")',
+        '(default: on; docs/questions.md, "Stated numbers")',
     )
+    add_quote_ranker(parser)
     parser.add_argument(
         "--relevant-quotes",
         type=_quote_count,
         default=1,
         metavar="K",
-        help="a Quote for a question that asks for no explanation may take only the K "
-        "sentences in view that bear most on it (default 1; 0: any; "
-        'docs/questions.md, "Relevant quotes and stated numbers")',
-    )
-    parser.add_argument(
-        "--quote-ranker",
-        type=Path,
-        default=None,
-        metavar="FOLDER",
-        help="a reward checkpoint trained on quote comparisons that picks those K sentences "
-        "instead of the lexical rule: `default`, the shipped one (prepared on first use), "
-        "or a folder (`webgpt comparisons quotes`; docs/agent.md, "
-        '"Learned quote choice")',
+        help="how many of the sentences in view the quote ranker offers a factoid's Quote "
+        "(default 1; 0: any)",
     )
     parser.add_argument(
         "--question-search",
@@ -114,6 +106,21 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="M",
         help="with --decline-judge: how far the decline's score must pass the answer's",
+    )
+
+
+def add_quote_ranker(parser: argparse.ArgumentParser) -> None:
+    """--quote-ranker: for every command that runs episodes as the service does."""
+    parser.add_argument(
+        "--quote-ranker",
+        type=quote_ranker_path,
+        default=default_quote_ranker_name(),
+        metavar="FOLDER",
+        help="the learned quote ranker: a Quote for a question that asks for no explanation "
+        "may take only the --relevant-quotes sentences in view it scores highest. `default`: "
+        "the shipped one, prepared on first use; a folder (`webgpt comparisons quotes`, "
+        "`webgpt train rm`); `none`: any sentence (default: $WEBGPT_QUOTE_RANKER, as the "
+        'service reads it, else `default`; docs/agent.md, "Learned quote choice")',
     )
 
 
@@ -150,8 +157,9 @@ def open_decline_judge(args: argparse.Namespace) -> Scorer | None:
 
 
 def open_quote_ranker(args: argparse.Namespace) -> QuoteRanker | None:
-    """The ranker --quote-ranker names, loaded in this process; the caller closes it."""
-    return load_quote_ranker(args.quote_ranker, print_progress)
+    """The ranker --quote-ranker names, loaded in this process (none for unguided decoding,
+    which has no grammar for it to narrow); the caller closes it."""
+    return load_quote_ranker(args.quote_ranker if is_guided(args) else None, print_progress)
 
 
 def _quote_count(text: str) -> int:

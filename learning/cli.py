@@ -9,8 +9,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from webgpt.agent.cli import add_policy_format
+from webgpt.agent.cli import add_policy_format, add_quote_ranker
+from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError
+from webgpt.agent.model import load_quote_ranker, quote_ranker_folder
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
 from webgpt.browser.cli import add_web_arguments, web_options
@@ -24,6 +26,7 @@ from webgpt.learning.question_generator import generate_questions, pick_question
 
 if TYPE_CHECKING:
     from webgpt.learning.comparisons import QuotedQuestion
+    from webgpt.reward.quote_scorer import QuoteScorer
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -44,6 +47,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     generate.add_argument("--policy-key", default=None, help="bearer key for a URL teacher")
     add_policy_format(generate)
+    add_quote_ranker(generate)  # a teacher's episodes decode as the service's
     generate.add_argument("--out", type=Path, required=True, help="demonstrations JSONL")
     generate.add_argument(
         "--questions",
@@ -137,6 +141,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     synthetic.add_argument("--temperature", type=float, default=0.9)
     synthetic.add_argument("--max-actions", type=int, default=20)
+    add_quote_ranker(synthetic)
     synthetic.add_argument("--out", type=Path, required=True, help="comparisons JSONL")
     synthetic.add_argument("--store", type=Path, default=None, help="offline web file")
     synthetic.set_defaults(run=_generate_comparisons)
@@ -170,6 +175,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     declines.add_argument("--seed", type=int, default=0)
     declines.add_argument("--store", type=Path, default=None, help="offline web file")
+    add_quote_ranker(declines)  # which sentence a page offers to the rule-written rows
     declines.set_defaults(run=_decline_comparisons)
     quotes = comparison_commands.add_parser(
         "quotes",
@@ -298,18 +304,24 @@ async def _teacher_demonstrations(
     done = 0
     guided = args.policy_format == "completion"  # a chat teacher's tool calls have no grammar
 
+    ranker = load_quote_ranker(args.quote_ranker if guided else None, print_progress)
+    episode = EpisodeConfig(temperature=args.temperature, guided=guided, quote_ranker=ranker)
+
     async def one(index: int, teacher: OpenAIPolicy) -> None:
         nonlocal done
         async with gate:
             kept[index] = await teacher_demonstration(
-                questions[index], web, teacher, attempts=args.attempts,
-                temperature=args.temperature, guided=guided,
-            )  # fmt: skip
+                questions[index], web, teacher, episode, attempts=args.attempts
+            )
         done += 1
         _generate_progress(done, len(questions), sum(d is not None for d in kept))
 
-    async with serving(target, args.policy_key, guided, args.policy_format) as teacher:
-        await asyncio.gather(*(one(i, teacher) for i in range(len(questions))))
+    try:
+        async with serving(target, args.policy_key, guided, args.policy_format) as teacher:
+            await asyncio.gather(*(one(i, teacher) for i in range(len(questions))))
+    finally:
+        if ranker is not None:
+            await ranker.aclose()
     return [demo for demo in kept if demo is not None]
 
 
@@ -434,19 +446,30 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
     import json
 
     from webgpt.browser.offline import OfflineWeb
-    from webgpt.learning.decline_comparisons import balanced, decline_rows, episode_rows
+    from webgpt.learning.decline_comparisons import (
+        balanced,
+        decline_rows,
+        episode_rows,
+        first_sentence,
+    )
 
     if args.episodes:
         outcomes = [o for path in args.episodes for o in _recorded_outcomes(path)]
         found = list(episode_rows(outcomes, split=args.split, seed=args.seed))
     else:
         store = OfflineWeb(args.store)
+        ranker = _quote_scorer(args.quote_ranker)
         try:
             generated = list(generate_questions(store, seed=args.seed))
             questions = pick_questions(generated, {args.split: args.questions}, args.seed)
-            found = list(decline_rows(questions, store, split=args.split, seed=args.seed))
+            pick = ranker.best if ranker is not None else first_sentence
+            found = list(
+                decline_rows(questions, store, split=args.split, seed=args.seed, pick=pick)
+            )
         finally:
             store.close()
+            if ranker is not None:
+                asyncio.run(ranker.aclose())
     rows = balanced(found, seed=args.seed)
     args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     print_progress(
@@ -454,6 +477,14 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
         + ", ".join(f"{n} {why}" for why, n in sorted(Counter(r["why"] for r in rows).items()))
     )
     return 0 if rows else 1
+
+
+def _quote_scorer(name: "Path | None") -> "QuoteScorer | None":
+    """The quote ranker named, loaded to score in this thread (None: `none`)."""
+    from webgpt.reward.quote_scorer import QuoteScorer
+
+    folder = quote_ranker_folder(name, print_progress)
+    return QuoteScorer(folder) if folder is not None else None
 
 
 def _quote_comparisons(args: argparse.Namespace) -> int:
@@ -519,7 +550,6 @@ async def _generate_comparisons_async(
 ) -> int:
     import json
 
-    from webgpt.agent.episode import EpisodeConfig
     from webgpt.learning.comparisons import GenerationReport, generate_comparisons
 
     def progress(done: int, report: GenerationReport) -> None:
@@ -529,6 +559,7 @@ async def _generate_comparisons_async(
     web = offline_web(args.store)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     partial = args.out.with_name(args.out.name + ".partial")
+    ranker = load_quote_ranker(args.quote_ranker, print_progress)
     try:
         with partial.open("w", encoding="utf-8") as out:
             async with serving(target, args.policy_key, guided=True) as policy:
@@ -539,12 +570,14 @@ async def _generate_comparisons_async(
                     lambda row: out.write(json.dumps(row) + "\n"),
                     samples=args.samples,
                     answer_only=args.answer_only,
-                    episode=EpisodeConfig(temperature=args.temperature),
+                    episode=EpisodeConfig(temperature=args.temperature, quote_ranker=ranker),
                     session=SessionConfig(max_actions=args.max_actions),
                     progress=progress,
                 )
     finally:
         await web.aclose()
+        if ranker is not None:
+            await ranker.aclose()
     partial.replace(args.out)  # a file that is there is complete
     print_progress(f"wrote {args.out}: {report.summary()}")
     return 0 if report.rows else 1

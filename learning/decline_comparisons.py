@@ -8,10 +8,10 @@ from one set of quotes:
   it (the generated question's evidence), a long-form question's its supporting sentences,
   and the answer is the question's reference answer;
 - the decline wins where they do not: the quote is a sentence of the same page that holds
-  no gold answer (a detail the page lacks), or the sentence of another page that bears most
-  on the question (the wrong page), or, for an unanswerable question, the sentence of its
-  page that bears most on it; the answer copies the quote and cites it, as a small policy's
-  draft does.
+  no gold answer (a detail the page lacks), or a sentence of another page (the wrong page),
+  or, for an unanswerable question, a sentence of the page its words find; the answer copies
+  the quote and cites it, as a small policy's draft does. Which sentence of those a page
+  offers is the one the served quote ranker would pick (`pick`; by default the first).
 Questions are question_generator's over the offline web's pages of one split (train; dev
 for held-out rows), and every page a row quotes is of that split: no dev or test page is
 trained on. The labels are a rule's,
@@ -24,13 +24,12 @@ collected, so the judgment also learns the drafts and the phrasings it meets whe
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import FIRST_CITATION_CHARS
-from webgpt.agent.relevance import most_relevant
 from webgpt.browser.offline import OfflineWeb
 from webgpt.browser.page import domain_of
 from webgpt.evals.questions import Question, Split, contains_gold, split_of
@@ -40,6 +39,14 @@ from webgpt.learning.scripted import answer_sentence, compose_answer
 
 # Search results read for a page other than the question's own that bears on it.
 OTHER_PAGE_RESULTS = 5
+# Which of a page's sentences a row quotes: (question, page title, sentences) -> one of
+# them; the served quote ranker's pick (reward.quote_scorer.QuoteScorer.best) makes rows of
+# the quotes a policy is offered.
+SentencePick = Callable[[str, str, Sequence[str]], str]
+
+
+def first_sentence(question: str, title: str, sentences: Sequence[str]) -> str:
+    return sentences[0]
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,12 @@ class PageSentences:
 
 
 def decline_rows(
-    questions: Iterable[Question], store: OfflineWeb, *, split: Split = "train", seed: int = 0
+    questions: Iterable[Question],
+    store: OfflineWeb,
+    *,
+    split: Split = "train",
+    seed: int = 0,
+    pick: SentencePick = first_sentence,
 ) -> Iterator[dict[str, Any]]:
     """The rows of each question of the split in turn, quoting pages of that split alone
     (see the module's docstring); which side is `a` is drawn at random, so neither position
@@ -93,7 +105,7 @@ def decline_rows(
     pages = PageSentences(store, questions, split)
     rng = random.Random(seed)
     for question in questions:
-        for winner, why, quotes, answer in _pairs(question, pages, store):
+        for winner, why, quotes, answer in _pairs(question, pages, store, pick):
             yield _row(question.question, split, quotes, answer, winner, why, rng)
 
 
@@ -131,12 +143,12 @@ def episode_rows(
 
 
 def _pairs(
-    question: Question, pages: PageSentences, store: OfflineWeb
+    question: Question, pages: PageSentences, store: OfflineWeb, pick: SentencePick
 ) -> Iterator[tuple[str, str, list[Quote], str]]:
     """(winner, why, quotes, answer) for one question: the answer's side against the
     decline written from the same quotes."""
     if question.kind == "unanswerable":
-        if (found := _other_page(question, pages, store)) is not None:
+        if (found := _other_page(question, pages, store, pick)) is not None:
             yield "decline", "unanswerable", *found
         return
     if question.url is None:
@@ -166,36 +178,29 @@ def _pairs(
         if s != question.evidence and not contains_gold(s, question.gold_answers)
     ]
     if lacking:
-        quote = Quote(title, question.url, _bearing(question.question, lacking))
+        quote = Quote(title, question.url, pick(question.question, title, lacking))
         if (answer := _copied(quote)) is not None:
             yield "decline", "same page, no answer", [quote], answer
-    if (found := _other_page(question, pages, store)) is not None:
+    if (found := _other_page(question, pages, store, pick)) is not None:
         yield "decline", "another page", *found
 
 
 def _other_page(
-    question: Question, pages: PageSentences, store: OfflineWeb
+    question: Question, pages: PageSentences, store: OfflineWeb, pick: SentencePick
 ) -> tuple[list[Quote], str] | None:
-    """The quote and copied answer from the first training page other than the question's
-    own that its words find, its sentence that bears most on the question and holds no gold
-    answer."""
+    """The quote and copied answer from the first page of the split other than the
+    question's own that its words find: of its sentences that hold no gold answer, the one
+    picked."""
     for result in store.search_sync(question.question, OTHER_PAGE_RESULTS):
         if result.url == question.url:
             continue
         title, sentences = pages.of(result.url)
         sentences = [s for s in sentences if not contains_gold(s, question.gold_answers)]
         if sentences:
-            quote = Quote(title, result.url, _bearing(question.question, sentences))
+            quote = Quote(title, result.url, pick(question.question, title, sentences))
             answer = _copied(quote)
             return None if answer is None else ([quote], answer)
     return None
-
-
-def _bearing(question: str, sentences: list[str]) -> str:
-    """The sentence that bears most on the question (agent.relevance): the one a policy
-    narrowed to relevant quotes would take."""
-    page_text = " ".join(sentences)
-    return most_relevant(question, sentences, page_text, 1)[0]
 
 
 def _copied(quote: Quote) -> str | None:

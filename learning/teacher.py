@@ -20,16 +20,16 @@ async def teacher_demonstration(
     question: Question,
     web: Web,
     teacher: Policy,
+    episode: EpisodeConfig,
     *,
     attempts: int = 2,
-    temperature: float = 0.8,
     session: SessionConfig | None = None,
-    guided: bool = True,
 ) -> Demonstration | None:
-    """The first of `attempts` teacher episodes worth learning from, or None. A chat-format
-    teacher (agent.chat_policy) runs unguided: its tool calls carry no grammar."""
+    """The first of `attempts` teacher episodes worth learning from, or None. The episodes
+    decode as `episode` says: for expert iteration, as the service decodes (guided, with
+    its quote ranker), at a sampling temperature; a chat-format teacher
+    (agent.chat_policy) unguided, its tool calls carrying no grammar."""
     config = session or SessionConfig(max_actions=20)
-    episode = EpisodeConfig(temperature=temperature, guided=guided)
     for attempt in range(attempts):
         browser = web.session(config=config)
         result = await run_episode(0, browser, teacher, question.question, episode)

@@ -42,5 +42,12 @@ class QuoteScorer:
             self._scores.popitem(last=False)
         return [scores[text] for text in texts]
 
+    def best(self, question: str, title: str, sentences: Sequence[str]) -> str:
+        """The sentence scored highest as the quote answering question (of equals, the
+        first), scored in the calling thread: for data written offline."""
+        texts = [quote_text(question, title, sentence) for sentence in sentences]
+        scores = self._scorer.score_texts(texts)
+        return sentences[max(range(len(sentences)), key=lambda i: (scores[i], -i))]
+
     async def aclose(self) -> None:
         await self._scorer.aclose()

@@ -1,17 +1,19 @@
 """Where a policy's wrong factoid answers go wrong: search, view, quote choice or answer.
 
     .venv/bin/python scripts/quote_diagnosis.py QUESTIONS.jsonl URL,MODEL OUT.jsonl \
-        [--split dev] [--max-actions 20] [--relevant-quotes K] [--no-question-search]
+        [--split dev] [--max-actions 20] [--quote-ranker FOLDER|none] [--relevant-quotes K]
+        [--no-question-search]
 
 Runs one greedy guided episode a factoid on the offline web against a running
 OpenAI-compatible policy server (`webgpt model serve`), and writes a line a question: its
 commands, answer, and how far the gold answer came: onto a page opened, into the window in
 view when the policy quoted, among the quote choices the grammar offered, into the quote
-taken. Prints the count of each outcome. This is how the relevant-quotes rule was found
-(docs/questions.md, "Relevant quotes"): in 64 of v14's 115 wrong answers on the people
-dev half, a choice holding the gold answer was offered and another one quoted; and the
-question's own search (docs/questions.md): with one relevant sentence and the policy's own
-first search, 33 of 147 episodes never opened a page holding the gold answer.
+taken. Prints the count of each outcome. This is how narrowing a factoid's Quote to the
+sentences that bear on it was found worth learning (docs/agent.md, "Learned quote
+choice"): in 64 of v14's 115 wrong answers on the people dev half, a choice holding the
+gold answer was offered and another one quoted; and the question's own search
+(docs/questions.md): with one relevant sentence and the policy's own first search, 33 of
+147 episodes never opened a page holding the gold answer.
 """
 
 import argparse
@@ -21,8 +23,10 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from webgpt.agent.cli import add_quote_ranker
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import quote_choices
+from webgpt.agent.model import load_quote_ranker
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.loader import PageCache
 from webgpt.browser.search.base import SearchEngine
@@ -70,10 +74,12 @@ async def diagnose(args: argparse.Namespace) -> None:
     url, _, model = args.policy.partition(",")
     web = offline_web(None)
     policy = OpenAIPolicy(url, model, api_key=None, guided=True)
+    ranker = load_quote_ranker(args.quote_ranker, print)
     config = EpisodeConfig(
         temperature=0.0,
         relevant_quotes=args.relevant_quotes or None,
         question_search=args.question_search,
+        quote_ranker=ranker,
     )
     assert web.engine is not None
     session_config = replace(SessionConfig(args.max_actions), render=web.options.render)
@@ -104,6 +110,8 @@ async def diagnose(args: argparse.Namespace) -> None:
     finally:
         await policy.aclose()
         await web.aclose()
+        if ranker is not None:
+            await ranker.aclose()
     for found, count in counts.most_common():
         print(f"{count:4d}  {found}")
 
@@ -115,7 +123,8 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--split", default=None)
     parser.add_argument("--max-actions", type=int, default=20)
-    parser.add_argument("--relevant-quotes", type=int, default=0, metavar="K")
+    add_quote_ranker(parser)
+    parser.add_argument("--relevant-quotes", type=int, default=1, metavar="K")
     parser.add_argument("--question-search", action=argparse.BooleanOptionalAction, default=True)
     asyncio.run(diagnose(parser.parse_args()))
 

@@ -68,8 +68,10 @@ def build_decline_judge(settings: ServiceSettings) -> Scorer | None:
 
 def build_quote_ranker(settings: ServiceSettings) -> QuoteRanker | None:
     """The quote ranker the settings name (`default`: the shipped one, prepared now if it is
-    not yet), loaded in this process at start; None when the lexical rule picks the
-    quotes."""
+    not yet), loaded in this process at start; None when it is off, or for a chat policy,
+    whose tool calls carry no grammar for it to narrow."""
+    if settings.policy_format == "chat":
+        return None
     return load_quote_ranker(
         settings.quote_ranker, lambda step: log_event("quote_ranker_prepare", "default", step)
     )

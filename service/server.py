@@ -3,11 +3,14 @@
 import ipaddress
 import logging
 import os
+from dataclasses import replace
 
 import uvicorn
 
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import default_policy_server
+from webgpt.agent.quote_ranking import QuoteRanker
+from webgpt.agent.scoring import Scorer
 from webgpt.agent.targets import policy_client
 from webgpt.browser.web import Web, WebOptions
 from webgpt.infra.checkpoints import load_manifest
@@ -42,8 +45,6 @@ def build_service(settings: ServiceSettings) -> AnswerService:
             f"no API keys are configured, so the service only listens on loopback; set "
             f"WEBGPT_API_KEYS to serve on {settings.host}"
         )
-    scorer = build_scorer(settings)
-    judge, ranker = build_decline_judge(settings), build_quote_ranker(settings)
     if (settings.policy_url is None) != (settings.policy_model is None):
         raise ConfigurationError("set the policy URL and model together")
     if settings.policy_format == "chat" and (
@@ -54,11 +55,13 @@ def build_service(settings: ServiceSettings) -> AnswerService:
             "WEBGPT_POLICY_MODEL (the trained versions of WEBGPT_POLICY_CHECKPOINT are "
             "completion-format)"
         )
+    scorer = build_scorer(settings)
+    judge, ranker = build_decline_judge(settings), build_quote_ranker(settings)
     key = settings.policy_key.get_secret_value() if settings.policy_key else None
     web = Web(WebOptions.from_env(engine=settings.engine))
     store = FeedbackStore(settings.database(), connect=False)  # it may be down: spooled
     if settings.policy_checkpoint is not None:
-        versions = policy_versions(settings, web, key)
+        versions = policy_versions(settings, web, key, decline_judge=judge, quote_ranker=ranker)
         return AnswerService(settings, web, None, scorer, Metrics(), store, versions, judge, ranker)
     if settings.policy_url is not None and settings.policy_model is not None:
         url, model = settings.policy_url, settings.policy_model
@@ -71,16 +74,29 @@ def build_service(settings: ServiceSettings) -> AnswerService:
     )
 
 
-def policy_versions(settings: ServiceSettings, web: Web, key: str | None) -> PolicyVersions:
+def policy_versions(
+    settings: ServiceSettings,
+    web: Web,
+    key: str | None,
+    *,
+    decline_judge: Scorer | None = None,
+    quote_ranker: QuoteRanker | None = None,
+) -> PolicyVersions:
     """Where the versions of settings.policy_checkpoint are loaded: the vLLM server at
-    policy_url (serving their base as policy_model), or a local one the service starts."""
+    policy_url (serving their base as policy_model), or a local one the service starts. A
+    version's canaries are answered greedily as the service answers, with its decline
+    judgment and quote ranker."""
     alias = settings.policy_checkpoint
     assert alias is not None
     if not alias.exists():
         raise ConfigurationError(
             f"{alias} names no version: `webgpt model publish` one and `webgpt model promote` it"
         )
-    canary = settings.episode_config(temperature=0.0)
+    canary = replace(
+        settings.episode_config(temperature=0.0),
+        decline_judge=decline_judge,
+        quote_ranker=quote_ranker,
+    )
     if settings.policy_url is not None and settings.policy_model is not None:
         server = LoRAServer(settings.policy_url, settings.policy_model, api_key=key)
         return PolicyVersions(server, web, settings.policy_canaries, canary_episode=canary)

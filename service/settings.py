@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from webgpt.agent.model import DEFAULT_REWARD
+from webgpt.agent.model import DEFAULT_QUOTE_RANKER, DEFAULT_REWARD
 from webgpt.infra.settings import Settings, webgpt_home
 from webgpt.service.access import ApiKey, parse_keys
 
@@ -86,18 +86,17 @@ class ServiceSettings(Settings):
     # more answerable questions than the grounded declines (docs/agent.md).
     decline_judge: Path | None = None
     judge_margin: float = 0.0
-    # A quote ranker (agent.episode.EpisodeConfig.quote_ranker): a reward checkpoint folder
-    # trained on quote comparisons, or `default` (the shipped one), that picks the
-    # relevant_quotes sentences in view in place of the lexical rule, loaded in the
-    # service's process at start; None: the rule.
-    quote_ranker: Path | None = None
-    # docs/questions.md, "The question's own search" and "Relevant quotes and stated
-    # numbers", all on by default: an episode's first Search is the question's own words, a
-    # Quote for a question asking for no explanation takes only this many of the sentences
-    # in view that bear most on it (0: any), and a how-many question answers with a number a
-    # quote shows.
-    question_search: bool = True
+    # The quote ranker (agent.episode.EpisodeConfig.quote_ranker; docs/agent.md, "Learned
+    # quote choice"): `default`, the shipped one (prepared at start where it is not yet), or
+    # a reward checkpoint folder trained on quote comparisons, loaded in the service's
+    # process at start; `none`: off. A Quote for a question asking for no explanation takes
+    # only the relevant_quotes sentences in view it scores highest (0: any).
+    quote_ranker: Path | None = Path(DEFAULT_QUOTE_RANKER)
     relevant_quotes: int = Field(default=1, ge=0, le=100)
+    # docs/questions.md, "The question's own search" and "Stated numbers", on by default: an
+    # episode's first Search is the question's own words, and a how-many question answers
+    # with a number a quote shows.
+    question_search: bool = True
     quantity_numbers: bool = True
     # The reward model that picks the best of a request's episodes when it asks for more
     # than one (n on /answer, the SDK and the page; best_of on MCP and the OpenAI route):

@@ -1,4 +1,5 @@
 import json
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,12 @@ from webgpt.service.store import FeedbackStore
 # skips every test that uses one, as it skips the tests marked slow by hand (those that
 # start vLLM, Chromium or a `webgpt` command, or train inline).
 SLOW_FIXTURES = frozenset({"postgres", "reward_checkpoint", "trained", "tiny_bc"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The scripted policies answer without the shipped quote ranker, in this process and in
+    # the commands tests start (tests/servers.COMMAND_ENV); a test of the ranker names one.
+    os.environ["WEBGPT_QUOTE_RANKER"] = "none"
 
 
 @pytest.hookimpl(tryfirst=True)  # before the -m selection reads the marks

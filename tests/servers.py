@@ -10,7 +10,12 @@ from starlette.types import ASGIApp
 
 from webgpt.infra.vllm_server import free_port
 
-__all__ = ["free_port", "serve"]
+__all__ = ["COMMAND_ENV", "free_port", "serve"]
+
+# The variables of a `webgpt` command a test starts. The scripted policies answer without
+# the shipped quote ranker (a 135M model prepared from a registry package; tests/conftest.py
+# turns it off in this process too); a test of the ranker names one.
+COMMAND_ENV = {"PATH": "/usr/bin:/bin", "WEBGPT_QUOTE_RANKER": "none"}
 
 
 @contextmanager

@@ -176,6 +176,7 @@ def service(
             "WEBGPT_POLICY_URL": policy_url,
             "WEBGPT_POLICY_MODEL": "scripted",
             "WEBGPT_OFFLINE_STORE": str(offline_store),
+            "WEBGPT_QUOTE_RANKER": "none",  # the scripted policy's service runs without it
         }
         yield base_url, settings
 

@@ -7,6 +7,7 @@ from typing import Any
 from transformers.trainer_utils import SaveStrategy, SchedulerType
 
 from webgpt.agent.errors import ConfigurationError
+from webgpt.agent.model import default_quote_ranker_name
 from webgpt.infra.known_warnings import trainer_import_warnings_silenced
 from webgpt.learning.comparisons import ANSWER_ONLY_SWAPS
 from webgpt.learning.rl.reward import REWARD_SOURCES, RewardRule
@@ -92,6 +93,14 @@ class RLConfig(GRPOConfig):
         },
     )
     store: Path | None = field(default=None, metadata={"help": "offline web file"})
+    quote_ranker: str = field(
+        default_factory=default_quote_ranker_name,
+        metadata={
+            "help": "the quote ranker the episodes decode with, as the service's: `default` "
+            "(the shipped one), a folder, or `none` (default: $WEBGPT_QUOTE_RANKER, else "
+            "`default`)"
+        },
+    )
     dev_steps: int = field(
         default=0,
         metadata={

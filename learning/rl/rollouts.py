@@ -19,6 +19,7 @@ from webgpt.agent.episode import (
 from webgpt.agent.errors import DataError, PolicyResponseError
 from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.agent.policy import Completions, Policy, Sampling, StreamChunk
+from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.trace import Reference
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
@@ -136,8 +137,10 @@ class EpisodeRollouts:
         score: Callable[[list[str]], list[float]],
         tokenizer: Any,
         segments: SegmentTable,
+        quote_ranker: QuoteRanker | None = None,
     ) -> None:
         self.config = config
+        self.quote_ranker = quote_ranker
         self.by_text = {q.question: q for q in questions}
         self.open_web = open_web
         self.score = score
@@ -223,9 +226,9 @@ class EpisodeRollouts:
 
     def _episode_config(self) -> EpisodeConfig:
         # the decoding the service runs with its default settings: the same grammar (the
-        # in-process policy applies it with xgrammar, as vLLM does) and answer rules, so
-        # what is rewarded is what would have been served
-        return EpisodeConfig(temperature=self.config.temperature)
+        # in-process policy applies it with xgrammar, as vLLM does), quote ranker and
+        # answer rules, so what is rewarded is what would have been served
+        return EpisodeConfig(temperature=self.config.temperature, quote_ranker=self.quote_ranker)
 
     async def _browse(
         self, question: Question, policy: Policy, max_actions: int

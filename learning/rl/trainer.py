@@ -1,5 +1,6 @@
 """The trainer: TRL's GRPOTrainer on packed episodes, and `train_rl`, the run."""
 
+import asyncio
 import copy
 import hashlib
 import json
@@ -16,6 +17,7 @@ from transformers import TrainerCallback
 
 from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.hf_policy import TransformersPolicy
+from webgpt.agent.model import load_quote_ranker, quote_ranker_path
 from webgpt.evals.questions import load_questions
 from webgpt.infra.known_warnings import trainer_import_warnings_silenced
 from webgpt.learning.bc import LORA_TARGETS
@@ -102,6 +104,7 @@ def train_rl(
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(config.policy, dtype=torch.float32)
     score = RewardScorer(reward_model).score_texts if reward_model else _no_reward_model
+    ranker = load_quote_ranker(quote_ranker_path(config.quote_ranker), log)
     segments = SegmentTable()
     rollouts = EpisodeRollouts(
         config,
@@ -110,6 +113,7 @@ def train_rl(
         score,
         tokenizer,
         segments,
+        quote_ranker=ranker,
     )
     dev = None
     try:
@@ -121,6 +125,7 @@ def train_rl(
                 score,
                 tokenizer,
                 SegmentTable(),
+                quote_ranker=ranker,
             )
         if resume_from is not None:
             restore_rollout_state(rollouts, resume_from, config.process_index)
@@ -164,6 +169,8 @@ def train_rl(
         rollouts.close()
         if dev is not None:
             dev.close()
+        if ranker is not None:
+            asyncio.run(ranker.aclose())
     changed = any(
         not torch.equal(before[name], value.detach().cpu())
         for name, value in trainer.model.named_parameters()
@@ -185,6 +192,7 @@ def train_rl(
         "parent": parent,
         "reward_source": config.reward_source,
         "reward_model": reward_version,
+        "quote_ranker": ranker.name if ranker else None,
         "questions_sha256": hashlib.sha256(config.questions.read_bytes()).hexdigest(),
         "questions": len(unique),
         "steps": trainer.state.global_step,

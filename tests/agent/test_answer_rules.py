@@ -2,6 +2,7 @@
 question naming what no quote shows is declined (agent.answer_rules, agent.episode)."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -386,7 +387,7 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
 
 
 def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
-    """The settings of the rules of relevant quotes, stated numbers and the question's own
+    """The settings of the quote ranker's choices, stated numbers and the question's own
     search, as the command line and the service set them."""
     return (
         config.relevant_quotes,
@@ -395,19 +396,35 @@ def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
     )
 
 
-def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off() -> None:
-    """`webgpt answer` and `webgpt eval` share these options (agent.cli.add_answer_rules)."""
+def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`webgpt answer` and `webgpt eval` share these options (agent.cli.add_answer_rules):
+    the shipped quote ranker by default, as the service loads it, unless
+    WEBGPT_QUOTE_RANKER, the service's own setting, names another or none."""
     import argparse
 
     from webgpt.agent.cli import add_answer_rules, answer_rules
+    from webgpt.service.settings import ServiceSettings
 
+    monkeypatch.delenv("WEBGPT_QUOTE_RANKER", raising=False)
     parser = argparse.ArgumentParser()
     add_answer_rules(parser)
-    default = EpisodeConfig(**answer_rules(parser.parse_args([])))
+    defaults = parser.parse_args([])
+    default = EpisodeConfig(**answer_rules(defaults))
     assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, True)
-    off = ["--relevant-quotes", "0", "--no-quantity-numbers"]
-    changed = EpisodeConfig(**answer_rules(parser.parse_args([*off, "--no-question-search"])))
-    assert rule_settings(changed) == (None, False, False)
+    assert defaults.quote_ranker == Path("default") == ServiceSettings().quote_ranker
+    off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--quote-ranker", "none"]
+    args = parser.parse_args([*off, "--no-question-search"])
+    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, False, False)
+    assert args.quote_ranker is None
+    assert parser.parse_args(["--quote-ranker", "ranker"]).quote_ranker == Path("ranker")
+    for named, expected in (("none", None), ("folder", Path("folder"))):
+        monkeypatch.setenv("WEBGPT_QUOTE_RANKER", named)
+        parser = argparse.ArgumentParser()
+        add_answer_rules(parser)
+        assert parser.parse_args([]).quote_ranker == expected
+        assert ServiceSettings().quote_ranker == expected
 
 
 FIRST_SENTENCE = "Crows are birds of the genus Corvus."
@@ -541,6 +558,10 @@ def test_an_answer_restates_the_question_where_it_says_nothing_else() -> None:
     assert not restates_question("datetime.datetime.today() — return the local date [1].", question)
     assert not restates_question(decline_answer(question), question)
     assert not restates_question("datetime.datetime.today()", question)  # cites nothing
+    # a word of the question extended is the question's too; its kind words add nothing
+    assert restates_question("Whitehead died [1].", "When did Whitehead die?")
+    assert not restates_question("Whitehead died in 1947 [1].", "When did Whitehead die?")
+    assert not restates_question("Tunis is the capital [1].", "What is the capital of Tunisia?")
 
 
 def test_an_answer_is_reopened_only_where_it_says_a_sentence_twice() -> None:

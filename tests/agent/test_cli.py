@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from tests.agent.fake_policy import Script
-from tests.servers import free_port
+from tests.servers import COMMAND_ENV, free_port
 
 
 def answer(store: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {
-        "PATH": "/usr/bin:/bin",
+        **COMMAND_ENV,
         "WEBGPT_HOME": str(home or store.parent),
         "WEBGPT_OFFLINE_STORE": str(store),
     }

@@ -1,8 +1,9 @@
 """Documentation entries found, read and answered whole (docs/questions.md, "Documentation
 entries"): the renderer writes a Sphinx signature with its qualified name (browser.render), a
-Find of a callable the question names lands on its entry (agent.grammar), a signature opened by
-Sphinx's annotations is code to relevance (agent.relevance), and an answer that stops short
-of its quote's sentence is completed from the quote (agent.answer_rules)."""
+Find of a callable the question names lands on its entry (agent.grammar) and stops there once
+its signature, Sphinx's annotations and all, tops the view (agent.queries.opens_signature),
+and an answer that stops short of its quote's sentence is completed from the quote
+(agent.answer_rules)."""
 
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -17,8 +18,7 @@ from webgpt.agent.answer_rules import completed_from_quote
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.queries import named_callables
-from webgpt.agent.relevance import opens_signature, relevance
+from webgpt.agent.queries import named_callables, opens_signature
 from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
 from webgpt.browser.corpus import build_corpus, folder_pages
 from webgpt.browser.session import BrowserSession, SessionConfig
@@ -102,7 +102,7 @@ async def test_a_find_of_a_named_callable_lands_on_its_entry_and_is_not_repeated
     docs_web: Web,
 ) -> None:
     session = await _opened(docs_web, QUESTION)
-    grammar = browsing_regex(session, relevant_quotes=1)
+    grammar = browsing_regex(session)
     assert re.fullmatch(grammar, "Find in page: asyncio.Condition.acquire(")
     for elsewhere in ("acquire(", "cond.acquire(", "Acquire the underlying"):
         assert not re.fullmatch(grammar, f"Find in page: {elsewhere}")
@@ -110,11 +110,10 @@ async def test_a_find_of_a_named_callable_lands_on_its_entry_and_is_not_repeated
     signature = "    coroutine asyncio.Condition.acquire()"  # indented under its class
     assert session.window_text()[0] == signature, found
     # its signature tops the view: another Find would wrap to the next match, so none is
-    # offered, and the one relevant sentence is the entry's description
-    grammar = browsing_regex(session, relevant_quotes=1)
+    # offered, and the entry's description may be quoted
+    grammar = browsing_regex(session)
     assert not re.fullmatch(grammar, "Find in page: asyncio.Condition.acquire(")
     assert re.fullmatch(grammar, "Quote: Acquire the underlying lock.")
-    assert not re.fullmatch(grammar, "Quote: coroutine asyncio.Condition.acquire()")
     # a question naming no callable the page writes may Find any text
     other = await _opened(docs_web, "What does a Condition object do?")
     assert re.fullmatch(browsing_regex(other), "Find in page: acquire(")
@@ -197,15 +196,10 @@ def test_a_sentence_is_completed_only_where_it_opens_its_quote_s_sentence_and_st
     assert completed_from_quote(answer, [Quote(q) for q in quotes]) == completed
 
 
-def test_an_annotated_signature_is_code_and_names_its_callable() -> None:
-    weights = {"acqui": 1.0, "condi": 1.0}
-    for signature in ("coroutine asyncio.Condition.acquire()", "class asyncio.Condition()"):
-        assert relevance(signature, weights) == 0.0
-    description = relevance("Acquire the lock.", weights, "coroutine asyncio.Condition.acquire()")
-    assert description == 2.0  # it reads the terms of the signature it follows
-    assert relevance("The class Condition(x) acquires.", weights) == 2.0  # prose
+def test_an_annotated_signature_opens_the_entry_of_its_callable_alone() -> None:
     line = "classmethod datetime.datetime.today()"
     assert opens_signature(line, "datetime.datetime.today")
+    assert opens_signature("    coroutine asyncio.Condition.acquire()", "asyncio.Condition.acquire")
     assert not opens_signature(line, "datetime.today")
     assert not opens_signature(">>> datetime.datetime.today()", "datetime.datetime.today")
 

@@ -1,23 +1,28 @@
 """Learned quote choice: with a quote ranker, a factoid's Quote may take only the sentences
-in view the ranker scores highest (agent.quote_ranking), in place of the lexical rule."""
+in view the ranker scores highest (agent.quote_ranking); without one, any of them."""
 
 import re
 from collections.abc import Sequence
 
+import pytest
+
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE, collect_into
-from tests.agent.test_relevance import FACES, FIRST_SENTENCE
 from webgpt.agent.answer import Agent
 from webgpt.agent.episode import EpisodeConfig, run_episode
+from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.quote_ranking import ranked_quotes
 from webgpt.agent.trace import ActionEvent, TraceEvent
+from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
+
+FIRST_SENTENCE = "Crows are birds of the genus Corvus."
+FACES = "Crows can recognise individual human faces and remember them for years."
 
 
 class WordRanker:
-    """Scores a sentence by whether it holds a chosen word: a known preference, which
-    differs from the lexical rule's on the crow page."""
+    """Scores a sentence by whether it holds a chosen word: a known preference."""
 
     name = "word-ranker"
 
@@ -45,9 +50,9 @@ async def test_the_best_scored_keep_their_order_on_the_page_and_ties_keep_the_ea
 async def test_an_episode_offers_a_factoid_the_sentence_the_ranker_picks(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """The lexical rule would offer the sentence about faces; a ranker that prefers the
-    page's first sentence gets that one offered instead, and the trace says a learned
-    ranker narrowed the Quote."""
+    """The sentence about faces answers the question; a ranker that prefers the page's first
+    sentence gets that one offered alone, and the trace says a learned ranker narrowed the
+    Quote."""
     script.commands = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", "End: Answer"]
     script.answers = ["Crows are birds of the genus Corvus [1]."]
     ranker = WordRanker("genus")
@@ -64,7 +69,6 @@ async def test_an_episode_offers_a_factoid_the_sentence_the_ranker_picks(
     assert asked == question and title and FACES in sentences and FIRST_SENTENCE in sentences
     actions = [e for e in events if isinstance(e, ActionEvent)]
     assert "ranked_quotes" in actions[2].narrowed
-    assert "relevant_quotes" not in actions[2].narrowed
     assert result.timings.scoring_s > 0
 
 
@@ -79,3 +83,33 @@ async def test_an_explanation_is_not_ranked_and_the_answer_names_the_ranker(
     assert ranker.calls == []  # every sentence in view is offered to an explanation
     assert [r.extract for r in result.references] == [FIRST_SENTENCE, FACES]
     assert result.versions["quote_ranker"] == "word-ranker"
+
+
+async def test_the_browsing_grammar_offers_the_ranked_quotes_alone(web: Web) -> None:
+    session = web.session(config=SessionConfig(max_actions=12))
+    session.reset("Do crows remember human faces?")
+    for command in CROW_EPISODE[:2]:
+        await session.step(command)
+    every = browsing_regex(session)  # no ranker: any sentence in view
+    assert re.fullmatch(every, f"Quote: {FIRST_SENTENCE}")
+    assert re.fullmatch(every, f"Quote: {FACES}")
+    ranked = browsing_regex(session, ranked=[FACES])
+    assert not re.fullmatch(ranked, f"Quote: {FIRST_SENTENCE}")
+    assert re.fullmatch(ranked, f"Quote: {FACES}")
+
+
+def test_a_factoid_is_narrowed_only_with_a_ranker_and_an_explanation_never() -> None:
+    """One sentence suits a factoid; an explanation is built from several (v17-I lost 8 of
+    28 long-form answers when it was narrowed too)."""
+    ranked = EpisodeConfig(quote_ranker=WordRanker("genus"))
+    assert ranked.quote_choices("Do crows remember human faces?") == 1
+    assert ranked.quote_choices("How do crows remember human faces?") is None
+    assert EpisodeConfig().quote_choices("Do crows remember human faces?") is None
+    assert (
+        EpisodeConfig(relevant_quotes=None, quote_ranker=WordRanker("x")).quote_choices(
+            "Do crows remember human faces?"
+        )
+        is None
+    )
+    with pytest.raises(ValueError, match="1 or more"):
+        EpisodeConfig(relevant_quotes=0)

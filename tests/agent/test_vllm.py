@@ -16,7 +16,13 @@ from webgpt.agent.chat_policy import ChatPolicy
 from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig
 from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.hf_policy import TransformersPolicy
-from webgpt.agent.model import DEFAULT_VERSION, prepare_default_model
+from webgpt.agent.model import (
+    DEFAULT_QUOTE_RANKER,
+    DEFAULT_QUOTE_RANKER_VERSION,
+    DEFAULT_VERSION,
+    load_quote_ranker,
+    prepare_default_model,
+)
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.policy import Sampling
 from webgpt.agent.prompts import COMMAND_STOP, browsing_prompt
@@ -172,13 +178,21 @@ async def test_a_decline_threshold_holds_the_default_to_a_decline_or_a_cited_ans
 async def test_the_default_policy_answers_the_demo_questions(
     embedded_web_store: Path, real_policy: OpenAIPolicy
 ) -> None:
-    """`make demo`'s questions as scripts/demo.sh asks them (greedy, 20 actions). The json
-    entry follows eight usage examples, so the policy must repeat its Find to reach it,
-    quote it, and state the fact it quoted; the how/why question gets two sentences citing
-    two quotes; the offline web holds no 2030 World Cup, so the third is declined."""
+    """`make demo`'s questions as scripts/demo.sh asks them (greedy, 20 actions, the
+    shipped quote ranker). The json entry follows eight usage examples, so the policy must
+    repeat its Find to reach it, quote it, and state the fact it quoted; the how/why
+    question gets two sentences citing two quotes; the offline web holds no 2030 World Cup,
+    so the third is declined."""
     web = Web(WebOptions(offline_store=embedded_web_store, offline_only=True, js_mode="never"))
+    ranker = load_quote_ranker(Path(DEFAULT_QUOTE_RANKER), print)
+    assert ranker is not None and ranker.name == DEFAULT_QUOTE_RANKER_VERSION
     try:
-        agent = Agent(web, real_policy, session=SessionConfig(max_actions=20))
+        agent = Agent(
+            web,
+            real_policy,
+            episode=EpisodeConfig(quote_ranker=ranker),
+            session=SessionConfig(max_actions=20),
+        )
         result = await agent.answer(
             "What does the json module's dumps function do?", temperature=0.0
         )
@@ -186,6 +200,7 @@ async def test_the_default_policy_answers_the_demo_questions(
         future = await agent.answer("Who won the 2030 FIFA World Cup?", temperature=0.0)
     finally:
         await web.aclose()
+        await ranker.aclose()
     assert result.answer is not None, result.candidates
     assert "serialize obj to a json formatted str" in result.answer.lower(), result.answer
     assert re.search(r"\[1\]", result.answer)

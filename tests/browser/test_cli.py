@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.fixture_site import HitCounter
+from tests.servers import COMMAND_ENV
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.offline import OfflineWeb
 
@@ -16,7 +17,7 @@ from webgpt.browser.offline import OfflineWeb
 def webgpt(
     *args: str, stdin: str = "", home: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(home or "/nonexistent-webgpt-home")}
+    env = {**COMMAND_ENV, "WEBGPT_HOME": str(home or "/nonexistent-webgpt-home")}
     return subprocess.run(
         [sys.executable, "-m", "webgpt.service.cli", *args],
         input=stdin,
@@ -152,7 +153,7 @@ def test_blocked_domains_come_from_the_environment(site: str) -> None:
         timeout=60,
         check=False,
         env={
-            "PATH": "/usr/bin:/bin",
+            **COMMAND_ENV,
             "WEBGPT_HOME": "/nonexistent",
             "WEBGPT_BLOCKED_DOMAINS": "birdsoutsidemywindow.org",
         },

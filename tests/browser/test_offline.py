@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import COMMAND_ENV
 from webgpt.browser.corpus import (
     MANUALS,
     SECTION_WORDS,
@@ -355,7 +356,7 @@ def test_the_debian_manuals_are_served_at_their_urls_and_found(tmp_path: Path) -
 @pytest.mark.slow
 def test_embedded_default_builds_and_browses_from_the_cli(tmp_path: Path) -> None:
     """The real thing: the registry package and the Debian docs, through `webgpt`."""
-    env = {"WEBGPT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {**COMMAND_ENV, "WEBGPT_HOME": str(tmp_path)}
     webgpt = [sys.executable, "-m", "webgpt.service.cli"]
     built = subprocess.run(
         [*webgpt, "corpus", "build"],

@@ -3,6 +3,7 @@ same quotes, the winner decided by whether the quotes hold a gold answer."""
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,14 @@ def test_rows_pit_an_answer_against_the_decline_from_the_same_quotes(
     store = OfflineWeb(learning_store)
     questions = list(generate_questions(store, per_page=5))
     by_text = {q.question: q for q in questions}
-    rows = list(decline_rows(questions, store, split="train"))
+    picked: list[str] = []
+
+    def last(question: str, title: str, sentences: Sequence[str]) -> str:
+        """A ranker's pick of the sentences a page offers: here, the last."""
+        picked.append(sentences[-1])
+        return sentences[-1]
+
+    rows = list(decline_rows(questions, store, split="train", pick=last))
     assert set(Counter(r["why"] for r in rows)) == {
         "holds",
         "same page, no answer",
@@ -46,6 +54,7 @@ def test_rows_pit_an_answer_against_the_decline_from_the_same_quotes(
             assert winner["answer"] == decline and loser["answer"].endswith("[1].")
             assert loser["answer"][:20] == winner["quotes"][0]["extract"][:20]
             assert not contains_gold(quoted, question.gold_answers)
+            assert winner["quotes"][0]["extract"] in picked
     assert {r["preference"] for r in rows} == {"a", "b"}  # the winner's side is drawn
 
     kept = balanced(rows)

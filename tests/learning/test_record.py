@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import COMMAND_ENV
 from webgpt.browser.web import Web
 from webgpt.learning.demonstrations import load_demonstrations, replay
 from webgpt.service.store import FeedbackStore
@@ -22,7 +23,7 @@ def webgpt(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProce
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(home)},
+        env={**COMMAND_ENV, "WEBGPT_HOME": str(home)},
         check=False,
     )
 
@@ -111,6 +112,7 @@ async def test_feedback_demonstrations_export_for_bc(
 async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web) -> None:
     from tests.agent.fake_policy import Script, fake_policy_app
     from tests.servers import serve
+    from webgpt.agent.episode import EpisodeConfig
     from webgpt.agent.openai_policy import OpenAIPolicy
     from webgpt.evals.questions import Question
     from webgpt.learning.teacher import teacher_demonstration
@@ -123,7 +125,8 @@ async def test_teacher_demonstrations_keep_only_right_answers(learning_web: Web)
     )
     with serve(fake_policy_app(script)) as base:
         teacher = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
-        demo = await teacher_demonstration(question, learning_web, teacher, attempts=2)
+        episode = EpisodeConfig(temperature=0.8)
+        demo = await teacher_demonstration(question, learning_web, teacher, episode, attempts=2)
         await teacher.aclose()
     assert demo is not None and demo.source == "teacher"
     assert demo.answer == "Crows belong to the genus Corvus [1]." and demo.meta["attempt"] == 2

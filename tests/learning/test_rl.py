@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.fake_policy import Script, fake_policy_app
+from tests.agent.test_quote_ranking import WordRanker
 from tests.learning.test_bc import KillAt, Killed, build_tiny_policy
 from tests.learning.test_comparisons import MONA, QUESTION
 from tests.learning.test_demonstrations import scripted_demos
@@ -18,6 +19,7 @@ from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.policy import Completions, Sampling, StreamChunk
 from webgpt.agent.prompts import browsing_prompt
+from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.browser.web import Web, WebOptions
 from webgpt.evals.questions import Question
 from webgpt.infra.checkpoints import load_manifest
@@ -160,6 +162,7 @@ def rollouts_for(
     tokenizer_folder: Path,
     reward_checkpoint: Path,
     questions: Sequence[Question] = (QUESTION,),
+    quote_ranker: QuoteRanker | None = None,
 ) -> EpisodeRollouts:
     from transformers import AutoTokenizer
 
@@ -172,6 +175,7 @@ def rollouts_for(
         RewardScorer(reward_checkpoint).score_texts,
         AutoTokenizer.from_pretrained(tokenizer_folder),
         SegmentTable(),
+        quote_ranker=quote_ranker,
     )
 
 
@@ -704,20 +708,36 @@ def test_too_few_questions_are_refused_before_training(
 
 
 def test_rollouts_decode_as_the_service_does(
-    learning_store: Path, reward_checkpoint: Path, tiny_tokenizer_folder: Path, tmp_path: Path
+    learning_store: Path,
+    reward_checkpoint: Path,
+    tiny_tokenizer_folder: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Trained as served: the rollouts' episodes are guided and keep the answer rules and
-    the decline threshold of a service with its default settings."""
+    """Trained as served: the rollouts' episodes are guided, keep the answer rules and the
+    decline threshold of a service with its default settings, and decode with the quote
+    ranker the service loads (the shipped one, unless WEBGPT_QUOTE_RANKER names another)."""
+    from webgpt.agent.model import quote_ranker_path
     from webgpt.service.settings import ServiceSettings
 
+    ranker = WordRanker("genus")
     config = RLConfig(
         policy=tmp_path, reward_model=reward_checkpoint, questions=tmp_path, out=tmp_path,
         store=learning_store, temperature=0.7,
     )  # fmt: skip
-    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint)
+    rollouts = rollouts_for(config, tiny_tokenizer_folder, reward_checkpoint, quote_ranker=ranker)
     try:
         served = ServiceSettings(_env_file=None).episode_config(temperature=0.7)
         assert rollouts._episode_config() == served
-        assert served.guided
+        assert served.guided and rollouts._episode_config().quote_ranker is ranker
     finally:
         rollouts.close()
+    for named in (None, "none", "folder"):
+        if named is None:
+            monkeypatch.delenv("WEBGPT_QUOTE_RANKER")
+        else:
+            monkeypatch.setenv("WEBGPT_QUOTE_RANKER", named)
+        config = RLConfig(
+            policy=tmp_path, questions=tmp_path, out=tmp_path, reward_source="outcome"
+        )
+        assert quote_ranker_path(config.quote_ranker) == ServiceSettings().quote_ranker

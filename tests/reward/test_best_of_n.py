@@ -12,7 +12,7 @@ import pytest
 
 from tests.agent.fake_policy import Script, fake_policy_app
 from tests.reward.fake_vllm import ClassifyScript, fake_vllm_classify_app
-from tests.servers import serve
+from tests.servers import COMMAND_ENV, serve
 
 
 @pytest.mark.slow  # starts a process
@@ -31,7 +31,7 @@ def test_answer_n4_picks_the_answer_the_reward_model_prefers(
             reward_base = servers.enter_context(serve(fake_vllm_classify_app(classify)))
             reward_args = ["--reward-url", reward_base + "/v1"]
         env = {
-            "PATH": "/usr/bin:/bin",
+            **COMMAND_ENV,
             "WEBGPT_HOME": str(offline_store.parent),
             "WEBGPT_OFFLINE_STORE": str(offline_store),
         }
@@ -76,7 +76,7 @@ def test_answer_n4_picks_the_answer_the_reward_model_prefers(
 
 @pytest.mark.slow  # starts a process
 def test_bad_reward_checkpoints_are_clear_errors(offline_store: Path, tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(tmp_path)}
+    env = {**COMMAND_ENV, "WEBGPT_HOME": str(tmp_path)}
     for folder in (tmp_path / "missing", offline_store.parent):
         result = subprocess.run(
             [
@@ -119,7 +119,7 @@ def test_a_reward_url_without_its_checkpoint_is_a_clear_error(tmp_path: Path) ->
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "WEBGPT_HOME": str(tmp_path)},
+        env={**COMMAND_ENV, "WEBGPT_HOME": str(tmp_path)},
         check=False,
     )
     assert result.returncode == 1

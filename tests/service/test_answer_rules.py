@@ -1,6 +1,7 @@
-"""The service answers under the answer rules its settings choose: relevant quotes
-(WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS) and the question's
-own search (WEBGPT_QUESTION_SEARCH) reach the grammars the policy is sent."""
+"""The service answers under the answer rules its settings choose: the quote ranker
+(WEBGPT_QUOTE_RANKER, WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS)
+and the question's own search (WEBGPT_QUESTION_SEARCH) reach the grammars the policy is
+sent."""
 
 import re
 
@@ -23,23 +24,18 @@ def _grammars(script: Script) -> tuple[list[str], list[str]]:
     return browsing, answering
 
 
-def test_a_quote_is_offered_as_the_settings_choose(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
-    """WEBGPT_RELEVANT_QUOTES=0 makes every sentence in view quotable; 1, the default,
-    offers only the one that bears most on the question; 2 both of the page's two."""
-    question = "Do crows remember human faces?"
-    offered = []
-    for overrides in ({"relevant_quotes": 0}, {}, {"relevant_quotes": 2}):
-        script.requests.clear()
-        script.answers[:] = ["Crows remember faces for years [1]."]
-        with service_url(**overrides) as base:
-            body = httpx.post(f"{base}/answer", json={"question": question}, timeout=60).json()
-        assert body["answer"] == "Crows remember faces for years [1]."
-        browsing, _ = _grammars(script)
-        on_the_page = browsing[2]  # after the search and the click
-        offered.append(
-            [bool(re.fullmatch(on_the_page, f"Quote: {q}\n")) for q in (FIRST_SENTENCE, FACES)]
-        )
-    assert offered == [[True, True], [False, True], [True, True]]
+def test_without_a_quote_ranker_every_sentence_in_view_is_quotable(  # type: ignore[no-untyped-def]
+    service_url, script: Script
+) -> None:
+    """WEBGPT_QUOTE_RANKER=none (as tests/conftest.py sets it): nothing narrows a Quote."""
+    script.answers[:] = ["Crows remember faces for years [1]."]
+    with service_url() as base:
+        question = {"question": "Do crows remember human faces?"}
+        body = httpx.post(f"{base}/answer", json=question, timeout=60).json()
+    assert body["answer"] == "Crows remember faces for years [1]."
+    assert body["versions"]["quote_ranker"] is None
+    on_the_page = _grammars(script)[0][2]  # after the search and the click
+    assert all(re.fullmatch(on_the_page, f"Quote: {q}\n") for q in (FIRST_SENTENCE, FACES))
 
 
 def test_a_how_many_answer_states_a_number_as_the_settings_choose(
@@ -100,9 +96,9 @@ def test_answer_rule_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The question's own search, relevant quotes 1 and quantity numbers by default; each
-    one setting away (the grammars' own tests:
-    tests/agent/test_relevance.py, tests/agent/test_queries.py)."""
+    """The question's own search, one ranked quote and quantity numbers by default; each
+    one setting away (the grammars' own tests: tests/agent/test_quote_ranking.py,
+    tests/agent/test_queries.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
     default = EpisodeConfig(**ServiceSettings().answer_rules())
@@ -117,16 +113,24 @@ def test_the_rules_reach_the_episode_as_the_environment_sets_them(
 def test_a_quote_ranker_picks_the_quotes_the_service_offers(  # type: ignore[no-untyped-def]
     service_url, script: Script, reward_checkpoint
 ) -> None:
-    """WEBGPT_QUOTE_RANKER: a reward checkpoint, loaded in the service, picks the one
-    sentence in view a factoid's Quote may take; the answer names it and the trace says a
-    learned ranker narrowed the Quote."""
-    script.answers[:] = ["Crows remember faces for years [1]."]
+    """WEBGPT_QUOTE_RANKER: a reward checkpoint, loaded in the service, picks the
+    WEBGPT_RELEVANT_QUOTES sentences in view a factoid's Quote may take (1 by default; 0:
+    any); the answer names it and the trace says a learned ranker narrowed the Quote."""
     request = {"question": "Do crows remember human faces?", "include_trace": True}
-    with service_url(quote_ranker=reward_checkpoint) as base:
-        body = httpx.post(f"{base}/answer", json=request, timeout=60).json()
-    assert body["versions"]["quote_ranker"] == "rm-bon"
-    browsing, _ = _grammars(script)
-    offered = [q for q in (FIRST_SENTENCE, FACES) if re.fullmatch(browsing[2], f"Quote: {q}\n")]
-    assert len(offered) == 1  # of the page's two sentences, the one the ranker scored higher
-    narrowed = [event["narrowed"] for event in body["trace"] if event["type"] == "action"]
-    assert "ranked_quotes" in narrowed[2] and "relevant_quotes" not in narrowed[2]
+    offered, narrowed = [], []
+    for relevant in (1, 2, 0):
+        script.requests.clear()
+        script.answers[:] = ["Crows remember faces for years [1]."]
+        with service_url(quote_ranker=reward_checkpoint, relevant_quotes=relevant) as base:
+            body = httpx.post(f"{base}/answer", json=request, timeout=60).json()
+        assert body["versions"]["quote_ranker"] == "rm-bon"
+        browsing, _ = _grammars(script)
+        quotable = [
+            q for q in (FIRST_SENTENCE, FACES) if re.fullmatch(browsing[2], f"Quote: {q}\n")
+        ]
+        offered.append(len(quotable))
+        actions = [event["narrowed"] for event in body["trace"] if event["type"] == "action"]
+        narrowed.append("ranked_quotes" in actions[2])
+    # of the page's two sentences, the one the ranker scored higher; then both (with two,
+    # the page's other lines are not offered: narrowed still); any
+    assert offered == [1, 2, 2] and narrowed == [True, True, False]

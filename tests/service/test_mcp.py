@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.agent.fake_policy import Script
 from tests.browser.fixture_site import HitCounter
 from tests.conftest import CROW_QUOTE
-from tests.servers import serve
+from tests.servers import COMMAND_ENV, serve
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.web import Web, WebOptions
 from webgpt.service.app import create_app
@@ -175,7 +175,7 @@ async def test_http_transport_takes_the_api_keys_and_roles(service_url) -> None:
 @pytest.mark.slow  # starts a process
 async def test_stdio_server_answers_with_citations(offline_store: Path, policy_url: str) -> None:
     env = {
-        "PATH": "/usr/bin:/bin",
+        **COMMAND_ENV,
         "WEBGPT_HOME": str(offline_store.parent),
         "WEBGPT_OFFLINE_STORE": str(offline_store),
         "WEBGPT_OFFLINE_ONLY": "true",

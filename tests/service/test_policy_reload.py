@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from tests.agent.fake_policy import Script, fake_policy_app
+from tests.agent.test_quote_ranking import WordRanker
 from tests.agent.test_registry import make_adapter
 from tests.conftest import CROW_QUOTE
 from tests.servers import serve
@@ -434,9 +435,9 @@ async def test_an_adapter_above_the_server_s_rank_is_refused_before_vllm_sees_it
 async def test_canaries_are_answered_under_the_service_s_answer_rules(
     offline_store: Path, tmp_path: Path
 ) -> None:
-    """A version's canaries run as the service answers (greedy), under its answer rules: a
-    canary naming what its quotes do not show fails a version only where the service too
-    would decline it."""
+    """A version's canaries run as the service answers (greedy), under its answer rules and
+    with its quote ranker: a canary naming what its quotes do not show fails a version only
+    where the service too would decline it."""
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
     try:
         for grounded, quotes, relevant, quantity in ((True, 2, 0, False), (False, 1, 1, True)):
@@ -449,8 +450,10 @@ async def test_canaries_are_answered_under_the_service_s_answer_rules(
                 relevant_quotes=relevant,
                 quantity_numbers=quantity,
             )
-            canary = policy_versions(settings, web, None).canary_episode
+            ranker = WordRanker("genus")
+            canary = policy_versions(settings, web, None, quote_ranker=ranker).canary_episode
             assert (canary.temperature, canary.guided) == (0.0, True)
+            assert canary.quote_ranker is ranker and canary.decline_judge is None
             assert (canary.grounded_declines, canary.explanation_quotes) == (grounded, quotes)
             assert (canary.relevant_quotes, canary.quantity_numbers) == (relevant or None, quantity)
     finally:
