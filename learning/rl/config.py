@@ -66,8 +66,9 @@ class RLConfig(GRPOConfig):
         default="model",
         metadata={
             "help": "the reward (learning.rl.reward): 'model', the reward model's score of "
-            "the answer (WebGPT); 'outcome', 1 for an answer right for its question's kind "
-            "that cites a quote, else 0, less --action-cost per action"
+            "the answer (WebGPT); 'outcome', for an answer right for its question's kind "
+            "that cites a quote, how right (0-1) times how supported by its quotes (0.5-1), "
+            "else 0, less --action-cost per action"
         },
     )
     no_answer_reward: float = field(

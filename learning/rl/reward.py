@@ -14,12 +14,16 @@ a user reads; what is trained stays the tokens sampled (packing). Then, in this 
 3. Otherwise the source's reward:
    - `model` (WebGPT): the reward model's score of the answer-phase prompt + the answer.
      A decline of an unanswerable question is scored like any answer.
-   - `outcome` (the 2025 search-agent RL recipe): 1 for an answer that is right for its
-     kind and cites a quote it collected, else 0; right is: a factoid states a gold
-     answer, a long-form answer covers its key points (the share covered; without key
-     points, two distinct sentences or more citing two quotes or more, as expert
-     iteration keeps), an unanswerable question is declined. Less `action_cost` per
-     browsing action.
+   - `outcome` (the 2025 search-agent RL recipe, with WebGPT's support): for an answer
+     that is right for its kind and cites a quote it collected, how right times how
+     supported, else 0. Right is: a factoid states a gold answer (1), a long-form answer
+     covers its key points (the share covered; without key points, 1 for two distinct
+     sentences or more citing two quotes or more, as expert iteration keeps). Supported
+     is `webgpt eval`'s support: half the reward for being right, the other half in
+     proportion to the answer's cited sentences whose content words stand in the quotes
+     they cite (evals.evaluate.sentence_support), so a right answer that claims more
+     than its quotes show earns less than one that says what they say. A decline of an
+     unanswerable question: 1. Less `action_cost` per browsing action.
 """
 
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,7 +33,13 @@ from typing import Literal
 from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.declines import is_declined
 from webgpt.agent.episode import EpisodeResult
-from webgpt.evals.evaluate import distinct_sentence_count, is_long_form, key_point_coverage
+from webgpt.agent.trace import Reference
+from webgpt.evals.evaluate import (
+    distinct_sentence_count,
+    is_long_form,
+    key_point_coverage,
+    sentence_support,
+)
 from webgpt.evals.questions import Question, contains_gold
 
 RewardSource = Literal["model", "outcome"]
@@ -52,12 +62,12 @@ class EpisodeAnswer:
 
     prompt: str | None  # the answer-phase prompt; None: no quote was kept
     answer: str | None  # as served (agent.episode.served_answer); None: no answer
-    quote_count: int  # quotes the answer could cite
+    quotes: Sequence[Reference]  # what the answer could cite, [n] being quotes[n - 1]
     actions: int = 0  # browsing actions taken (an answer-only answer: its browse's)
 
     @classmethod
     def of(cls, result: EpisodeResult) -> "EpisodeAnswer":
-        return cls(result.answer_prompt, result.answer, len(result.quotes), result.actions)
+        return cls(result.answer_prompt, result.answer, result.quotes, result.actions)
 
     @property
     def answered(self) -> bool:
@@ -97,16 +107,23 @@ def _rule_reward(question: Question, answer: EpisodeAnswer, rule: RewardRule) ->
 
 
 def outcome_reward(question: Question, answer: EpisodeAnswer) -> float:
-    """1 for an answer right for its question's kind and citing what it collected, else 0;
-    a long-form answer with key points earns the share it covers."""
+    """How right for its question's kind an answer citing what it collected is, times how
+    supported (the module's docstring): 0 to 1."""
     text = answer.answer or ""
     if is_declined(text):
         return 1.0 if question.kind == "unanswerable" else 0.0
-    cited = {int(n) for n in CITATION.findall(text) if 1 <= int(n) <= answer.quote_count}
+    cited = {int(n) for n in CITATION.findall(text) if 1 <= int(n) <= len(answer.quotes)}
     if question.kind == "unanswerable" or not cited:
         return 0.0  # an invented answer, or one that cites nothing it collected
+    right = _rightness(question, text, len(cited))
+    supported, cited_sentences = sentence_support(text, answer.quotes)
+    support = supported / cited_sentences if cited_sentences else 0.0
+    return right * (1 + support) / 2
+
+
+def _rightness(question: Question, text: str, cited_quotes: int) -> float:
     if question.kind == "longform":
         if question.key_points:
             return key_point_coverage(text, question.key_points) or 0.0
-        return 1.0 if is_long_form(distinct_sentence_count(text), len(cited)) else 0.0
+        return 1.0 if is_long_form(distinct_sentence_count(text), cited_quotes) else 0.0
     return 1.0 if contains_gold(text, question.gold_answers) else 0.0

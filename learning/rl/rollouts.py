@@ -285,10 +285,10 @@ class EpisodeRollouts:
         sampling = answer_sampling(self._episode_config(), question.question, browse.quotes)
         recorders = [RecordingPolicy(policy) for _ in limits]
         completions = await asyncio.gather(*(r.complete(prompt, sampling) for r in recorders))
-        quotes = len(browse.quotes)
+        quotes = browse.quotes
         answers = [
             EpisodeAnswer(
-                prompt, served_answer(c.choices[0].text, quotes)[0], quotes, browse.actions
+                prompt, served_answer(c.choices[0].text, len(quotes))[0], quotes, browse.actions
             )
             for c in completions
         ]

@@ -418,8 +418,9 @@ class VerlRunConfig:
         default="model",
         metadata={
             "help": "the reward (learning.rl.reward): 'model', the reward model's score "
-            "(WebGPT); 'outcome', 1 for an answer right for its kind that cites a quote, "
-            "else 0, less --action-cost per action (no reward model)"
+            "(WebGPT); 'outcome', for an answer right for its kind that cites a quote, how "
+            "right (0-1) times how supported (0.5-1), else 0, less --action-cost per action "
+            "(no reward model)"
         },
     )
     reward_model: Path | None = field(

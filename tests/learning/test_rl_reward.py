@@ -12,6 +12,7 @@ from tests.servers import serve
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import served_answer
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.trace import Reference
 from webgpt.evals.questions import Question
 from webgpt.learning.rl.config import RLConfig
 from webgpt.learning.rl.reward import EpisodeAnswer, RewardRule, episode_rewards
@@ -24,10 +25,26 @@ LONGFORM = Question(
     key_points=[["remember"], ["threat", "danger"], ["years"]],
 )
 PROMPT = "[1] quote\n[2] quote\nAnswer:■"
+QUOTES = [
+    Reference(
+        n=1,
+        domain="en.wikipedia.org",
+        title="Mona Lisa",
+        url="https://en.wikipedia.org/wiki/Mona_Lisa",
+        extract="The Mona Lisa was painted by Leonardo da Vinci. Raphael saw it.",
+    ),
+    Reference(
+        n=2,
+        domain="en.wikipedia.org",
+        title="Crow",
+        url="https://en.wikipedia.org/wiki/Crow",
+        extract="Crows remember faces. They remember a threat for years. Brazil is far.",
+    ),
+]
 
 
 def answered(text: str, actions: int = 4) -> EpisodeAnswer:
-    return EpisodeAnswer(PROMPT, served_answer(text, 2)[0], quote_count=2, actions=actions)
+    return EpisodeAnswer(PROMPT, served_answer(text, 2)[0], QUOTES, actions=actions)
 
 
 class Recorder:
@@ -45,7 +62,7 @@ async def test_no_answer_empty_answers_and_declines_of_answerable_questions_are_
     score = Recorder()
     rule = RewardRule(no_answer=-2.0, declined_answerable=-1.0)
     answers = [
-        EpisodeAnswer(None, None, quote_count=0),  # no quote kept: nothing to answer from
+        EpisodeAnswer(None, None, quotes=[]),  # no quote kept: nothing to answer from
         answered("   "),  # written, but empty once served
         answered(decline_answer(FACTOID.question) + " [1]"),  # served uncited: a decline
         answered("Leonardo da Vinci painted it [1] [7]."),  # [7] cites no quote
@@ -69,7 +86,9 @@ async def test_the_model_scores_a_decline_of_an_unanswerable_question() -> None:
     assert score.asked == [[PROMPT + decline]] and reward == len(PROMPT + decline) / 100
 
 
-async def test_the_outcome_reward_is_right_for_the_kind_and_cited_less_the_actions() -> None:
+async def test_the_outcome_reward_is_right_for_the_kind_cited_and_supported_less_the_actions() -> (
+    None
+):
     score = Recorder()
     rule = RewardRule(source="outcome", action_cost=0.01)
 
@@ -86,11 +105,17 @@ async def test_the_outcome_reward_is_right_for_the_kind_and_cited_less_the_actio
         UNANSWERABLE, decline_answer(UNANSWERABLE.question), "Brazil won it [1]."
     ) == [1.0 - 0.04, -0.04]
     [covered] = await rewards(
-        LONGFORM, "Crows remember faces [1]. They remember a threat for years [2]."
+        LONGFORM, "Crows remember faces [2]. They remember a threat for years [2]."
     )
     assert covered == 1.0 - 0.04
-    [partly] = await rewards(LONGFORM, "Crows remember faces [1].")
+    [partly] = await rewards(LONGFORM, "Crows remember faces [2].")
     assert partly == pytest.approx(1 / 3 - 0.04, abs=1e-4)  # coverage is rounded
+    # right, but a claim beyond its quote: half the reward; half of it supported: 3/4
+    assert await rewards(
+        FACTOID,
+        "Leonardo da Vinci painted it in Florence [1].",
+        "Leonardo da Vinci painted it [1]. It hangs in the Louvre [2].",
+    ) == [0.5 - 0.04, 0.75 - 0.04]
     assert score.asked == []  # the outcome needs no reward model
 
 
