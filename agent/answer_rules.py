@@ -5,7 +5,7 @@ Two rules of guided decoding rest on this reading (agent.episode, docs/questions
 "Answer rules"): a how/why question browses until it holds two quotes and its answer cites
 both, WebGPT's answer style; and a question naming something that no quote shows (a
 year, a name, a function) is declined rather than answered with a claim about something
-else ("Who won the 2030 FIFA World Cup?" answered from a quote about 2022).
+else ("Who won the 2038 FIFA World Cup?" answered from a quote about 2022).
 """
 
 import re
@@ -222,8 +222,8 @@ def _explains(clause: str) -> bool:
 
 def asks_for_quantity(question: str) -> bool:
     """Whether the question asks how many, how much or in what year: an answer that states
-    no number does not answer it ("How big is the Arabian Desert?" answered "The Arabian
-    Desert is a vast desert wilderness in West Asia [1].")."""
+    no number does not answer it ("How big is the Kalahari Desert?" answered "The Kalahari
+    Desert is a large semi-arid savanna in southern Africa [1].")."""
     text = " ".join(question.strip().lower().replace("’", "'").split())
     return _QUANTITY.search(_CONTRACTED_IS.sub(r"\1 is", text)) is not None
 
@@ -231,7 +231,7 @@ def asks_for_quantity(question: str) -> bool:
 def uncounted(question: str, quotes: Sequence[Quoted]) -> str | None:
     """ "how many X" for a question asking how many X where no sentence of the quotes
     shows both a number (digits or a word) and a word opening with X's first letters: a
-    number of something else ("Lake Erie has 210 traffic lights [1]." from its length, the
+    number of something else ("Lake Huron has 332 traffic lights [1]." from its length, the
     "4.0" of a licence line) does not answer it. None for any other question."""
     asked = _HOW_MANY.search(_fold(question))
     if asked is None:
@@ -245,9 +245,9 @@ def uncounted(question: str, quotes: Sequence[Quoted]) -> str | None:
 
 
 def named_things(question: str) -> list[str]:
-    """What the question names, each once, as the pages would show it: numbers ("2030"),
+    """What the question names, each once, as the pages would show it: numbers ("2038"),
     dotted code names ("json.dumpz"), and capitalised words after the first ("FIFA",
-    "Mozart" of "Mozart's", "Lantern" and "Keeper" of "Lantern-Keeper")."""
+    "Beethoven" of "Beethoven's", "Bell" and "Ringer" of "Bell-Ringer")."""
     text = question.strip()
     names = _NUMBER.findall(text) + _CODE_NAME.findall(text)
     words = text.split()

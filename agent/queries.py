@@ -3,8 +3,8 @@
 (EpisodeConfig.question_search; docs/questions.md, "The question's own search").
 
 What remains once the question's words of kind ("what", "which", "how", "many") are left
-out names the thing asked about: "which country borders malawi to the west" searches
-"borders malawi west".
+out names the thing asked about: "which country borders spain to the west" searches
+"borders spain west".
 """
 
 import re

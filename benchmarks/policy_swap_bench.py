@@ -42,7 +42,7 @@ from webgpt.agent.registry import PolicyRegistry  # noqa: E402
 
 QUESTIONS = [
     "Who created Tetris?",
-    "What kind of thing was Akkadian Empire?",
+    "What kind of thing was Byzantine Empire?",
     "Who wrote the novel Pride and Prejudice?",
     "What is the capital of Australia?",
 ]

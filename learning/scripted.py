@@ -55,7 +55,7 @@ def demonstration_id(question: Question) -> str:
 def search_queries(question: Question, rng: random.Random) -> list[str]:
     """The question's own words, then the page's title where they miss the page. A person's
     question does not name its answer's page: a policy shown the title as a first query
-    learned to guess one ("Search Wind" for "who produced gone with the wind 1939";
+    learned to guess one ("Search Sea" for "who directed the sea beneath the cliffs 1951";
     docs/questions.md, "The question's own search")."""
     content = question_query(question.question)
     if question.style == "unnamed subject":  # the title is the answer: search for the clues

@@ -32,36 +32,36 @@ from webgpt.browser.web import Web
 
 EXPLANATIONS = [
     "How does a refrigerator keep food cold?",
-    "how do i get the command line arguments passed to my python script",
+    "how do i get the environment variables passed to my python script",
     "Why is the sky blue?",
-    "Tell me about the Arabian Desert",
-    "What was the Kushan Empire?",
-    "What is meteorology used for?",
-    "what are the symptoms of mumps",
-    "what causes el nino and la nina",
+    "Tell me about the Namib Desert",
+    "What was the Hittite Empire?",
+    "What is seismology used for?",
+    "what are the symptoms of measles",
+    "what causes tides and rip currents",
     "how long was a cubit and why was it used",  # a fact, and then an explanation
     "Who was Ada Lovelace?",
-    "what do the geneva conventions do",
+    "what do the hague conventions do",
     "What’s the difference between a crow and a raven",
-    "what counts as chamber music",
-    "what topics do the upanishads deal with",
-    "how long was a cubit and what was it based on",
-    "What do JavaScript and HTML have to do with each other",
-    "what does it mean for two line segments to be incommensurable",
+    "what counts as folk music",
+    "what topics do the vedas deal with",
+    "how long was a furlong and what was it based on",
+    "What do Python and Perl have to do with each other",
+    "what does it mean for two triangles to be congruent",
 ]
 FACTS = [
     "How many people live in Tokyo?",
     "how tall is the eiffel tower",
     "What is the capital of North Macedonia?",
-    "What is Hangul called in North Korea?",
-    "What was Mozart's shoe size?",
+    "What is Hangul called in South Korea?",
+    "What was Beethoven's shoe size?",
     "What is the largest planet?",
     "What does json.dumps() do?",
     "What does the json module's dumps function do?",
-    "Who won the 2030 FIFA World Cup?",
-    "who was indonesia's first president",
+    "Who won the 2038 FIFA World Cup?",
+    "who was ghana's first president",
     "When was Ada Lovelace born?",
-    "what does the latin word corvus mean",
+    "what does the latin word aquila mean",
 ]
 
 
@@ -76,13 +76,13 @@ def test_questions_of_fact_do_not(question: str) -> None:
 
 
 QUANTITIES = [
-    "how many species of dolphin are there",
-    "In which year did Thomas Mann win the Nobel Prize in Literature?",
-    "What year was Noah Webster born in?",
-    "since when have roller gins been used in india",
-    "How big is the Arabian Desert?",
+    "how many species of octopus are there",
+    "In which year did Hermann Hesse win the Nobel Prize in Literature?",
+    "What year was Samuel Johnson born in?",
+    "since when have windmills been used in persia",
+    "How big is the Kalahari Desert?",
     "What’s the population of Giza",
-    "what percentage of great britain does england cover",
+    "what percentage of great britain does wales cover",
     "roughly how long is the nile",
 ]
 
@@ -94,46 +94,47 @@ def test_how_many_and_what_year_ask_for_a_quantity(question: str) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["Who won the 2030 FIFA World Cup?", "how do baptists baptize", "When does a liquid boil?"],
+    ["Who won the 2038 FIFA World Cup?", "how do quakers worship", "When does a liquid freeze?"],
 )
 def test_other_questions_do_not(question: str) -> None:
     assert not asks_for_quantity(question)
 
 
 def test_a_quantity_s_answer_states_a_number_a_quote_shows() -> None:
-    """ "Alfred North Whitehead died in    in   in [1]." (v14, relevant quotes) is no answer:
-    held to state a number, the first sentence names one the quote shows."""
-    question = "In what year did Alfred North Whitehead die in Cambridge 2?"
-    quotes = [quoted("Whitehead died in Cambridge, Massachusetts, in 1947, aged 86.")]
+    """ "John Dewey died in    in   in [1]." (the kind of answer v14 wrote with relevant
+    quotes) is no answer: held to state a number, the first sentence names one the quote
+    shows."""
+    question = "In what year did John Dewey die in New York 2?"
+    quotes = [quoted("Dewey died in New York City, in 1952, aged 92.")]
     free = cited_answer_regex(question, quotes)
     held = cited_answer_regex(question, quotes, states_number=True)
-    for answer in ("Whitehead died in 1947 [1].", "He died aged 86, in 1947 [1]."):
+    for answer in ("Dewey died in 1952 [1].", "He died aged 92, in 1952 [1]."):
         assert re.fullmatch(held, answer)
-    assert re.fullmatch(free, "Alfred North Whitehead died in    in   in [1].")
-    assert not re.fullmatch(held, "Alfred North Whitehead died in    in   in [1].")
-    assert not re.fullmatch(held, "He died in Cambridge 2 [1].")  # the question's own number
-    assert not re.fullmatch(held, "He died in 1947 [1]. Aged 86 [1].".replace("1947", "late"))
+    assert re.fullmatch(free, "John Dewey died in    in   in [1].")
+    assert not re.fullmatch(held, "John Dewey died in    in   in [1].")
+    assert not re.fullmatch(held, "He died in New York 2 [1].")  # the question's own number
+    assert not re.fullmatch(held, "He died in 1952 [1]. Aged 92 [1].".replace("1952", "late"))
     # a quote that shows no number holds the answer to nothing more
-    wordy = [quoted("Whitehead died in Cambridge, Massachusetts.")]
+    wordy = [quoted("Dewey died in New York City.")]
     assert cited_answer_regex(question, wordy, states_number=True) == cited_answer_regex(
         question, wordy
     )
 
 
 def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
-    assert named_things("Who won the 2030 FIFA World Cup?") == ["2030", "FIFA", "World", "Cup"]
-    assert named_things("What does Python's json.dumpz() function do?") == ["json.dumpz", "Python"]
-    assert named_things("Who painted The Lantern-Keeper of Ostrava?") == [
+    assert named_things("Who won the 2038 FIFA World Cup?") == ["2038", "FIFA", "World", "Cup"]
+    assert named_things("What does Python's json.loadz() function do?") == ["json.loadz", "Python"]
+    assert named_things("Who painted The Bell-Ringer of Tallinn?") == [
         "The",
-        "Lantern",
-        "Keeper",
-        "Ostrava",
+        "Bell",
+        "Ringer",
+        "Tallinn",
     ]
-    assert named_things("When will Python 4.0 be released?") == ["4.0", "Python"]
+    assert named_things("When will Django 7.0 be released?") == ["7.0", "Django"]
     # a number stands alone: a formula's digits and "100m" are words
     assert named_things("What's the compound with formula NH4NO3 called") == ["NH4NO3"]
-    assert named_things("since when have women run the 100m at the olympics") == []
-    assert named_things("what was the weather in kazan on 3 may 1990") == ["3", "1990"]
+    assert named_things("since when have men swum the 200m at the olympics") == []
+    assert named_things("what was the weather in perm on 9 june 1987") == ["9", "1987"]
     # the first word opens the question; "I" and lower-case words name nothing
     assert named_things("How can I read a keypress on windows?") == []
 
@@ -142,16 +143,16 @@ def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
     ("question", "extract", "unshown"),
     [
         # a number of something else: a length, a licence's version, years
-        ("How many traffic lights are there in Lake Erie?", "Lake Erie is 241 miles long.",
+        ("How many traffic lights are there in Lake Huron?", "Lake Huron is 332 miles long.",
          "how many traffic"),
-        ("how many words did Shakespeare write on his last day",
-         "Text under the Creative Commons Attribution-ShareAlike 4.0 License.", "how many words"),
+        ("how many poems did Keats write on his last day",
+         "Text under the Creative Commons Attribution-ShareAlike 4.0 License.", "how many poems"),
         ("How many people attended his funeral?", "He governed Kenya from 1963 to 1978.",
          "how many people"),
         # the thing counted, in a sentence with a number (digits or words) in it
-        ("how many species are in the icterid family", "The family contains 108 species.", None),
-        ("how many geneva conventions are there",
-         "The Geneva Conventions are a series of four international treaties.", None),
+        ("how many species are in the corvid family", "The family contains 133 species.", None),
+        ("how many hague conventions are there",
+         "The Hague Conventions are a series of two international treaties.", None),
         ("In how many countries is it official?", "It is. Official in 9 countries.", None),
         # the thing in one sentence, the number in another
         ("How many moons does Mars have?", "Mars is red. It has 2 small satellites.",
@@ -170,17 +171,17 @@ def test_a_how_many_question_is_answered_only_where_a_quote_counts_its_thing(
 
 def test_a_number_stands_in_a_quote_and_a_name_on_a_quoted_page() -> None:
     quotes = [quoted("Argentina won the 2022 FIFA World Cup.", title="FIFA World Cup")]
-    assert unshown_names("Who won the 2030 FIFA World Cup?", quotes) == ["2030"]
+    assert unshown_names("Who won the 2038 FIFA World Cup?", quotes) == ["2038"]
     assert unshown_names("Who won the 2022 FIFA World Cup?", quotes) == []
     # a number is evidence only in a quote, not elsewhere on the page
-    page = "FIFA World Cup\nThe 2030 World Cup will be hosted by Morocco, Portugal and Spain."
-    assert unshown_names("Who won the 2030 FIFA World Cup?", quotes, [page]) == ["2030"]
+    page = "FIFA World Cup\nThe 2038 World Cup has yet to be awarded to a host."
+    assert unshown_names("Who won the 2038 FIFA World Cup?", quotes, [page]) == ["2038"]
     # a number stands alone: 2022 does not show 202, nor 2,022 show 2022
     assert unshown_names("What happened in 202?", quotes) == ["202"]
     assert unshown_names("What is 2022?", [quoted("It was 2,022 km.")]) == ["2022"]
     # a word shows a name that opens it ("Korean" shows "Korea"), in any case
-    korean = [quoted("The Korean alphabet is called Chosŏn'gŭl in the DPRK.", title="Hangul")]
-    assert unshown_names("What is Hangul called in North Korea?", korean) == ["North"]
+    korean = [quoted("The Korean alphabet is called Hangeul in the ROK.", title="Hangul")]
+    assert unshown_names("What is Hangul called in South Korea?", korean) == ["South"]
     # ...but not one that it merely contains
     assert unshown_names("Where is Tesvara?", [quoted("The Vara river.")]) == ["Tesvara"]
     # small numbers as words and Roman numerals, versions, accents, apostrophes
@@ -191,18 +192,18 @@ def test_a_number_stands_in_a_quote_and_a_name_on_a_quoted_page() -> None:
     assert unshown_names("Who was Dvorak?", [quoted("Antonín Dvořák was a composer.")]) == []
     assert unshown_names("Who was Flann O’Brien?", [quoted("Flann O'Brien wrote.")]) == []
     # a name may stand anywhere on a quoted page
-    edward = [quoted("Edward I was Lord of Ireland.", title="Edward I of England")]
-    hammer = "Which English king was called the Hammer of the Scots?"
-    assert unshown_names(hammer, edward) == ["English", "Hammer", "Scots"]
-    page = "Edward I of England\nThe English king is known as the Hammer of the Scots."
-    assert unshown_names(hammer, edward, [page]) == []
-    docs = [quoted("Serialize obj to a JSON formatted str.", title="json")]
-    python = "What does Python's json.dumpz() function do?"
-    assert unshown_names(python, docs) == ["json.dumpz", "Python"]
-    page = ["https://docs.python.org/3/library/json.html\ndumps(obj, *, skipkeys=False)"]
-    assert unshown_names(python, docs, page) == ["json.dumpz"]
+    louis = [quoted("Louis XIV ruled from Versailles.", title="Louis XIV")]
+    sun = "Which French king was called the Sun King?"
+    assert unshown_names(sun, louis) == ["French", "Sun", "King"]
+    page = "Louis XIV\nThe French king is known as the Sun King."
+    assert unshown_names(sun, louis, [page]) == []
+    docs = [quoted("Deserialize s, a JSON document, to an object.", title="json")]
+    python = "What does Python's json.loadz() function do?"
+    assert unshown_names(python, docs) == ["json.loadz", "Python"]
+    page = ["https://docs.python.org/3/library/json.html\nloads(s, *, cls=None)"]
+    assert unshown_names(python, docs, page) == ["json.loadz"]
     # documentation lists a method by its own name under its class
-    assert unshown_names(python.replace("dumpz", "dumps"), docs, page) == []
+    assert unshown_names(python.replace("loadz", "loads"), docs, page) == []
 
 
 async def test_an_explanation_browses_until_it_holds_two_different_quotes(web: Web) -> None:
@@ -304,7 +305,7 @@ def test_answer_rules_are_checked() -> None:
     assert EpisodeConfig().quotes_wanted("Why do crows remember faces?") == 2
     assert EpisodeConfig(explanation_quotes=1).quotes_wanted("Why do crows?") == 1
     assert EpisodeConfig(guided=False).quotes_wanted("Why do crows remember faces?") == 1
-    assert EpisodeConfig().quotes_wanted("Who won the 2030 FIFA World Cup?") == 1
+    assert EpisodeConfig().quotes_wanted("Who won the 2038 FIFA World Cup?") == 1
 
 
 async def test_an_episode_holds_an_explanation_to_two_quotes_and_two_citations(
@@ -552,15 +553,15 @@ async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote
 
 
 def test_an_answer_restates_the_question_where_it_says_nothing_else() -> None:
-    question = "What does the datetime.datetime.today method do?"
-    assert restates_question("datetime.datetime.today() — [1].", question)
+    question = "What does the datetime.datetime.utcnow method do?"
+    assert restates_question("datetime.datetime.utcnow() — [1].", question)
     assert restates_question("[1].", question)
-    assert not restates_question("datetime.datetime.today() — return the local date [1].", question)
+    assert not restates_question("datetime.datetime.utcnow() — return the UTC date [1].", question)
     assert not restates_question(decline_answer(question), question)
-    assert not restates_question("datetime.datetime.today()", question)  # cites nothing
+    assert not restates_question("datetime.datetime.utcnow()", question)  # cites nothing
     # a word of the question extended is the question's too; its kind words add nothing
-    assert restates_question("Whitehead died [1].", "When did Whitehead die?")
-    assert not restates_question("Whitehead died in 1947 [1].", "When did Whitehead die?")
+    assert restates_question("Dewey died [1].", "When did Dewey die?")
+    assert not restates_question("Dewey died in 1952 [1].", "When did Dewey die?")
     assert not restates_question("Tunis is the capital [1].", "What is the capital of Tunisia?")
 
 

@@ -66,7 +66,7 @@ module.</p>
 {_method("asyncio.Condition.acquire", "coroutine", "Acquire the underlying lock.")}
 </dd></dl>
 </div></body></html>"""
-QUESTION = "What does the asyncio.Condition.acquire method do?"
+QUESTION = "What is the asyncio.Condition.acquire method for?"
 
 
 @pytest.fixture
@@ -206,7 +206,7 @@ def test_an_annotated_signature_opens_the_entry_of_its_callable_alone() -> None:
 
 def test_the_callables_a_question_names() -> None:
     assert named_callables(QUESTION) == ["asyncio.Condition.acquire"]
-    assert named_callables("How is asyncio._register_task() used?") == ["asyncio._register_task"]
-    assert named_callables("What does the pdb module's runcall function do?") == ["pdb.runcall"]
+    assert named_callables("How is asyncio._enter_task() used?") == ["asyncio._enter_task"]
+    assert named_callables("What does the pdb module's runeval function do?") == ["pdb.runeval"]
     assert named_callables("json.dumps() or json.dumps?") == ["json.dumps"]
     assert named_callables("Why is the sky blue?") == []

@@ -20,8 +20,8 @@ CROWS = "Do crows remember human faces?"
 
 
 def test_the_query_is_what_the_question_asks_about() -> None:
-    assert question_query("which country borders malawi to the west") == "borders malawi west"
-    assert question_query("Who won the 2030 FIFA World Cup?") == "won 2030 FIFA World Cup"
+    assert question_query("which country borders spain to the west") == "borders spain west"
+    assert question_query("Who won the 2038 FIFA World Cup?") == "won 2038 FIFA World Cup"
     # a module's member is searched as its qualified name, which names the module's page
     assert question_query("What does the json module's dumps function do?") == "json.dumps"
     assert question_query("What does the os.path module's join function do?") == "os.path.join"
@@ -33,14 +33,14 @@ def test_the_query_is_what_the_question_asks_about() -> None:
 
 def test_the_demonstrator_searches_with_the_same_query() -> None:
     question = Question(
-        question="which country borders malawi to the west",
+        question="which country borders spain to the west",
         kind="factoid",
-        gold_answers=["Zambia"],
-        url="https://en.wikipedia.org/wiki/Malawi",
-        title="Malawi",
+        gold_answers=["Portugal"],
+        url="https://en.wikipedia.org/wiki/Spain",
+        title="Spain",
     )
     for seed in range(5):  # its words first, then the page's title where they miss it
-        assert search_queries(question, random.Random(seed)) == ["borders malawi west", "Malawi"]
+        assert search_queries(question, random.Random(seed)) == ["borders spain west", "Spain"]
 
 
 async def test_the_first_search_is_the_question_s_words_and_later_ones_are_free(

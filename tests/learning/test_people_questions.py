@@ -51,11 +51,14 @@ from webgpt.learning.scripted import compose_answer, demonstrate
             "where the 2031 Tour de France will take place",
         ),
         (
-            "What will the population of Tokyo be in 2050?",
-            "what the population of Tokyo will be in 2050",
+            "What will the population of Lagos be in 2060?",
+            "what the population of Lagos will be in 2060",
         ),
-        ("How many bricks are in the Eiffel Tower?", "how many bricks are in the Eiffel Tower"),
-        ("What does os.path.fastjoin() return?", "what os.path.fastjoin() returns"),
+        (
+            "How many bricks are in the Empire State Building?",
+            "how many bricks are in the Empire State Building",
+        ),
+        ("What does os.path.quickjoin() return?", "what os.path.quickjoin() returns"),
         ("How high is Mount Selbordri?", "how high Mount Selbordri is"),
         ("Who will win?", "who will win"),
         ("Where will they play?", "where they will play"),

@@ -18,7 +18,7 @@ from webgpt.learning.rl.config import RLConfig
 from webgpt.learning.rl.reward import EpisodeAnswer, RewardRule, episode_rewards
 
 FACTOID = Question(question="Who painted the Mona Lisa?", gold_answers=["Leonardo da Vinci"])
-UNANSWERABLE = Question(question="Who won the 2030 FIFA World Cup?", kind="unanswerable")
+UNANSWERABLE = Question(question="Who won the 2038 FIFA World Cup?", kind="unanswerable")
 LONGFORM = Question(
     question="How do crows recognise faces?",
     kind="longform",
