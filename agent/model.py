@@ -14,12 +14,13 @@ earlier default kept in agent/weights/ for it), published in `$WEBGPT_HOME/regis
 `prepare_default_quote_ranker` for the shipped quote ranker, a reward checkpoint too.
 """
 
+import importlib.util
 import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from webgpt.agent.errors import ModelError
+from webgpt.agent.errors import ConfigurationError, ModelError
 from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import (
@@ -153,6 +154,12 @@ def quote_ranker_folder(given: Path | None, progress: Progress) -> Path | None:
 def load_quote_ranker(given: Path | None, progress: Progress) -> QuoteRanker | None:
     """The quote ranker a command or setting names, loaded in this process (None: none);
     the caller closes it."""
+    if given is not None and importlib.util.find_spec("torch") is None:
+        raise ConfigurationError(
+            f"the quote ranker {str(given)!r} runs in this process and needs torch: install "
+            "webgpt[model] (the EXTRAS=model image), or turn it off with "
+            "WEBGPT_QUOTE_RANKER=none / --quote-ranker none"
+        )
     folder = quote_ranker_folder(given, progress)
     if folder is None:
         return None

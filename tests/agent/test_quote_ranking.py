@@ -3,6 +3,7 @@ in view the ranker scores highest (agent.quote_ranking); without one, any of the
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +114,24 @@ def test_a_factoid_is_narrowed_only_with_a_ranker_and_an_explanation_never() -> 
     )
     with pytest.raises(ValueError, match="1 or more"):
         EpisodeConfig(relevant_quotes=0)
+
+
+def test_a_ranker_named_where_torch_is_missing_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The slim service image has no torch: a ranker named there says how to turn it off,
+    before any weights are prepared."""
+    import importlib.util
+
+    from webgpt.agent.errors import ConfigurationError
+    from webgpt.agent.model import load_quote_ranker
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "torch" else find_spec(name, *rest),
+    )
+    with pytest.raises(ConfigurationError, match="WEBGPT_QUOTE_RANKER=none"):
+        load_quote_ranker(Path("default"), print)
+    assert load_quote_ranker(None, print) is None
