@@ -1,5 +1,5 @@
-"""What a question asks, read from its words: whether it wants an explanation or a
-quantity, and what it names that the quotes collected for it must show.
+"""What a question asks, read from its words: whether it wants an explanation, and what it
+names that the quotes collected for it must show.
 
 Two rules of guided decoding rest on this reading (agent.episode, docs/questions.md,
 "Answer rules"): a how/why question browses until it holds two quotes and its answer cites
@@ -31,11 +31,6 @@ _EXPLAIN_OPENINGS = re.compile(
 _EXPLAIN_ENDINGS = re.compile(
     r"\b(?:used for|known for|like|about|made|made from|made of|do|based on|deal with"
     r"|(?:have|has|had) to do with(?: each other)?)$"
-)
-_QUANTITY = re.compile(
-    r"\bhow (?:many|much|big|long|tall|wide|far|old|deep|high|large|heavy|fast|hot|cold)\b"
-    r"|\b(?:what|which) year\b|\bsince when\b|\bwhat (?:percentage|proportion|fraction)\b"
-    r"|\bwhat (?:is|was|are|were) the (?:population|area|length|height|size|percentage|share)\b"
 )
 # "What is X?", "Who was X?": a definition, unless X is a relation ("the capital of France",
 # "Hangul called in North Korea", "Mozart's shoe size"), a superlative or a number.
@@ -218,14 +213,6 @@ def _explains(clause: str) -> bool:
         and not _RELATION_WORDS.intersection(words)
         and not any(w[:1].isdigit() or w.endswith(("est", "'s", "’s")) for w in words)
     )
-
-
-def asks_for_quantity(question: str) -> bool:
-    """Whether the question asks how many, how much or in what year: an answer that states
-    no number does not answer it ("How big is the Kalahari Desert?" answered "The Kalahari
-    Desert is a large semi-arid savanna in southern Africa [1].")."""
-    text = " ".join(question.strip().lower().replace("’", "'").split())
-    return _QUANTITY.search(_CONTRACTED_IS.sub(r"\1 is", text)) is not None
 
 
 def uncounted(question: str, quotes: Sequence[Quoted]) -> str | None:

@@ -59,13 +59,6 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="answer even when the question names something (a year, a name) no quote shows",
     )
-    parser.add_argument(
-        "--quantity-numbers",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="a how-many or what-year question's answer states a number its quotes show "
-        '(default: on; docs/questions.md, "Stated numbers")',
-    )
     add_quote_ranker(parser)
     parser.add_argument(
         "--relevant-quotes",
@@ -144,7 +137,6 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "explanation_quotes": args.explanation_quotes,
         "grounded_declines": not args.no_grounded_declines,
         "relevant_quotes": args.relevant_quotes or None,
-        "quantity_numbers": args.quantity_numbers,
         "question_search": args.question_search,
         "judge_margin": args.judge_margin,
     }

@@ -10,7 +10,6 @@ from typing import Literal
 from webgpt.agent.answer_rules import (
     CITATION,
     asks_for_explanation,
-    asks_for_quantity,
     completed_from_quote,
     distinct_sentence_count,
     normalize,
@@ -117,14 +116,10 @@ class EpisodeConfig:
     # served where its score passes the answer's by more than judge_margin. None: off.
     decline_judge: Scorer | None = field(default=None, compare=False)
     judge_margin: float = 0.0
-    # The question's own search and stated numbers (docs/questions.md), on by default since
-    # they passed their promotion rule on the default policy
-    # (docs/eval/promotion-rules-question-search.md): the episode's first Search is the
-    # question's own words (agent.queries.question_query); and a question asking how many
-    # or how much answers with a number a quote shows and the question does not, where a
-    # quote shows one (agent.answer_rules.asks_for_quantity).
+    # The question's own search (docs/questions.md), on by default since it passed its
+    # promotion rule on the default policy (docs/eval/promotion-rules-question-search.md):
+    # the episode's first Search is the question's own words (agent.queries.question_query).
     question_search: bool = True
-    quantity_numbers: bool = True
     # Learned quote choice (agent.quote_ranking; docs/agent.md, "Learned quote choice"): a
     # Quote for a question that does not ask for an explanation may take only the
     # relevant_quotes sentences in view that this ranker, a checkpoint of `webgpt
@@ -148,10 +143,6 @@ class EpisodeConfig:
         if self.quote_ranker is None or asks_for_explanation(question):
             return None
         return self.relevant_quotes
-
-    def wants_number(self, question: str) -> bool:
-        """Quantity numbers: a how-many question quotes, and answers with, a number."""
-        return self.quantity_numbers and asks_for_quantity(question)
 
     def quotes_wanted(self, question: str) -> int:
         """How many quotes the question's browsing should collect and its answer cite."""
@@ -252,7 +243,6 @@ def answer_sampling(
             question,
             quotes,
             distinct=config.quotes_wanted(question),
-            states_number=config.wants_number(question),
             bounded=bounded,
         )
     return Sampling(

@@ -266,14 +266,11 @@ def answer_regex(
     quotes: Sequence[Quoted],
     *,
     distinct: int = 1,
-    states_number: bool = False,
     bounded: bool = False,
 ) -> str:
     """A cited answer (cited_answer_regex) or a decline (agent.declines), which cites
     nothing."""
-    cited = cited_answer_regex(
-        question, quotes, distinct=distinct, states_number=states_number, bounded=bounded
-    )
+    cited = cited_answer_regex(question, quotes, distinct=distinct, bounded=bounded)
     return f"({cited}|{DECLINE_REGEX})"
 
 
@@ -282,7 +279,6 @@ def cited_answer_regex(
     quotes: Sequence[Quoted],
     *,
     distinct: int = 1,
-    states_number: bool = False,
     bounded: bool = False,
 ) -> str:
     """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
@@ -301,10 +297,6 @@ def cited_answer_regex(
     sentence's, which cites one of the first LEAD_QUOTES; the first sentence is shared by
     the alternatives, so its bounded run is compiled once.
 
-    states_number (a question asking how many or how much, agent.answer_rules) asks the
-    first sentence for a number that a quote shows and the question does not, where there
-    is one.
-
     bounded: the first citation comes within FIRST_CITATION_CHARS characters and numbers
     even where they show numbers, for an answer written again after one that ran on to
     the token limit uncited ("atexit — atexit — atexit — ...", agent.episode.write_answer):
@@ -320,11 +312,6 @@ def cited_answer_regex(
         shown = f"({text}|{number}{text})"  # a character, or a number and one after it
         if bounded:
             first = f"{shown}{{10,{FIRST_CITATION_CHARS}}}"
-        asked = set(NUMBER.findall(question))
-        found = [_literal(n) for n in numbers if n not in asked]
-        if states_number and found:
-            run = f"{{0,{FIRST_CITATION_CHARS}}}" if bounded else "*"
-            first = f"{shown}{run}{_alternatives(found)}{text}{shown}{run}"
     tail = f"{text}{{0,{MAX_TAIL_CHARS}}}"
     if distinct < 2 or len(quotes) < 2:
         more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"

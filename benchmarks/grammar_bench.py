@@ -143,8 +143,6 @@ def main() -> None:
     browsing = [with_stop(g, "\n") for g in every]
     plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
     numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
-    # a how-many or what-year question states a number a quote shows (agent.answer_rules)
-    stating = with_stop(answer_regex(WEBSTER, NUMBERS, states_number=True), "■")
     # an answer written again after one ran on uncited (agent.episode.write_answer)
     again = with_stop(answer_regex(WEBSTER, NUMBERS, bounded=True), "■")
     # an explanation's answer cites two quotes (agent.answer_rules): one copy of the rest
@@ -163,7 +161,6 @@ def main() -> None:
         ),
         ("answer, 1 quote, no number", [plain], [with_stop(answer_regex_before(1), "■")]),
         ("answer, 3 quotes, 6 numbers", [numbered], [numbers_bounded(numbered)]),
-        ("  stating a number (quantity)", [stating], []),
         ("  written again (bounded)", [again], []),
         ("explanation, 3 quotes, 6 numbers", [explained], [numbers_bounded(explained)]),
         ("  its rest, reopened", [reopened], []),

@@ -224,7 +224,6 @@ def _gate_evaluation(
         "explanation_quotes": episode.explanation_quotes,
         "grounded_declines": episode.grounded_declines,
         "relevant_quotes": episode.relevant_quotes,
-        "quantity_numbers": episode.quantity_numbers,
         "question_search": episode.question_search,
         "quote_ranker": str(args.quote_ranker) if args.quote_ranker else None,
         "max_actions": session.max_actions,

@@ -93,11 +93,9 @@ class ServiceSettings(Settings):
     # only the relevant_quotes sentences in view it scores highest (0: any).
     quote_ranker: Path | None = Path(DEFAULT_QUOTE_RANKER)
     relevant_quotes: int = Field(default=1, ge=0, le=100)
-    # docs/questions.md, "The question's own search" and "Stated numbers", on by default: an
-    # episode's first Search is the question's own words, and a how-many question answers
-    # with a number a quote shows.
+    # docs/questions.md, "The question's own search", on by default: an episode's first
+    # Search is the question's own words.
     question_search: bool = True
-    quantity_numbers: bool = True
     # The reward model that picks the best of a request's episodes when it asks for more
     # than one (n on /answer, the SDK and the page; best_of on MCP and the OpenAI route):
     # `default`, the shipped one, prepared and loaded by the first request that needs it,
@@ -190,7 +188,6 @@ class ServiceSettings(Settings):
             "explanation_quotes": self.explanation_quotes,
             "grounded_declines": self.grounded_declines,
             "relevant_quotes": self.relevant_quotes or None,
-            "quantity_numbers": self.quantity_numbers,
             "question_search": self.question_search,
             "judge_margin": self.judge_margin,
         }

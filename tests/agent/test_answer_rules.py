@@ -10,7 +10,6 @@ from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE, collect_into, quoted
 from webgpt.agent.answer_rules import (
     asks_for_explanation,
-    asks_for_quantity,
     distinct_sentence_count,
     named_things,
     restates_question,
@@ -73,52 +72,6 @@ def test_how_and_why_questions_ask_for_explanations(question: str) -> None:
 @pytest.mark.parametrize("question", FACTS)
 def test_questions_of_fact_do_not(question: str) -> None:
     assert not asks_for_explanation(question)
-
-
-QUANTITIES = [
-    "how many species of octopus are there",
-    "In which year did Hermann Hesse win the Nobel Prize in Literature?",
-    "What year was Samuel Johnson born in?",
-    "since when have windmills been used in persia",
-    "How big is the Kalahari Desert?",
-    "What’s the population of Giza",
-    "what percentage of great britain does wales cover",
-    "roughly how long is the nile",
-]
-
-
-@pytest.mark.parametrize("question", QUANTITIES)
-def test_how_many_and_what_year_ask_for_a_quantity(question: str) -> None:
-    assert asks_for_quantity(question)
-
-
-@pytest.mark.parametrize(
-    "question",
-    ["Who won the 2038 FIFA World Cup?", "how do quakers worship", "When does a liquid freeze?"],
-)
-def test_other_questions_do_not(question: str) -> None:
-    assert not asks_for_quantity(question)
-
-
-def test_a_quantity_s_answer_states_a_number_a_quote_shows() -> None:
-    """ "John Dewey died in    in   in [1]." (the kind of answer v14 wrote with relevant
-    quotes) is no answer: held to state a number, the first sentence names one the quote
-    shows."""
-    question = "In what year did John Dewey die in New York 2?"
-    quotes = [quoted("Dewey died in New York City, in 1952, aged 92.")]
-    free = cited_answer_regex(question, quotes)
-    held = cited_answer_regex(question, quotes, states_number=True)
-    for answer in ("Dewey died in 1952 [1].", "He died aged 92, in 1952 [1]."):
-        assert re.fullmatch(held, answer)
-    assert re.fullmatch(free, "John Dewey died in    in   in [1].")
-    assert not re.fullmatch(held, "John Dewey died in    in   in [1].")
-    assert not re.fullmatch(held, "He died in New York 2 [1].")  # the question's own number
-    assert not re.fullmatch(held, "He died in 1952 [1]. Aged 92 [1].".replace("1952", "late"))
-    # a quote that shows no number holds the answer to nothing more
-    wordy = [quoted("Dewey died in New York City.")]
-    assert cited_answer_regex(question, wordy, states_number=True) == cited_answer_regex(
-        question, wordy
-    )
 
 
 def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
@@ -388,13 +341,9 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
 
 
 def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
-    """The settings of the quote ranker's choices, stated numbers and the question's own
-    search, as the command line and the service set them."""
-    return (
-        config.relevant_quotes,
-        config.quantity_numbers,
-        config.question_search,
-    )
+    """The settings of the quote ranker's choices and the question's own search, as the
+    command line and the service set them."""
+    return (config.relevant_quotes, config.question_search)
 
 
 def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
@@ -413,11 +362,11 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
     add_answer_rules(parser)
     defaults = parser.parse_args([])
     default = EpisodeConfig(**answer_rules(defaults))
-    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, True)
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True)
     assert defaults.quote_ranker == Path("default") == ServiceSettings().quote_ranker
-    off = ["--relevant-quotes", "0", "--no-quantity-numbers", "--quote-ranker", "none"]
-    args = parser.parse_args([*off, "--no-question-search"])
-    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, False, False)
+    off = ["--relevant-quotes", "0", "--quote-ranker", "none", "--no-question-search"]
+    args = parser.parse_args(off)
+    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, False)
     assert args.quote_ranker is None
     assert parser.parse_args(["--quote-ranker", "ranker"]).quote_ranker == Path("ranker")
     for named, expected in (("none", None), ("folder", Path("folder"))):

@@ -1,7 +1,6 @@
 """The service answers under the answer rules its settings choose: the quote ranker
-(WEBGPT_QUOTE_RANKER, WEBGPT_RELEVANT_QUOTES), quantity numbers (WEBGPT_QUANTITY_NUMBERS)
-and the question's own search (WEBGPT_QUESTION_SEARCH) reach the grammars the policy is
-sent."""
+(WEBGPT_QUOTE_RANKER, WEBGPT_RELEVANT_QUOTES) and the question's own search
+(WEBGPT_QUESTION_SEARCH) reach the grammars the policy is sent."""
 
 import re
 
@@ -38,31 +37,6 @@ def test_without_a_quote_ranker_every_sentence_in_view_is_quotable(  # type: ign
     assert all(re.fullmatch(on_the_page, f"Quote: {q}\n") for q in (FIRST_SENTENCE, FACES))
 
 
-def test_a_how_many_answer_states_a_number_as_the_settings_choose(
-    service_url, script: Script
-) -> None:  # type: ignore[no-untyped-def]
-    """With WEBGPT_QUANTITY_NUMBERS=false the answer to a how-many question may state no
-    number; by default it states one its quote shows."""
-    question = "How many years do ravens live?"
-    quote = "Ravens live up to 21 years in the wild."
-    admits = []
-    for overrides in ({"quantity_numbers": False}, {}):
-        script.requests.clear()
-        script.commands[:] = ["Search raven", "Clicked on link 0", f"Quote: {quote}", "End: Answer"]
-        script.answers[:] = ["Ravens live up to 21 years [1]."]
-        with service_url(**overrides) as base:
-            body = httpx.post(f"{base}/answer", json={"question": question}, timeout=60).json()
-        assert body["references"][0]["extract"] == quote
-        _, [answering] = _grammars(script)
-        admits.append(
-            [
-                bool(re.fullmatch(answering, f"{a}■"))
-                for a in ("Ravens live long [1].", body["answer"])
-            ]
-        )
-    assert admits == [[True, True], [False, True]]
-
-
 def test_the_first_search_is_the_question_s_words_as_the_settings_choose(
     service_url, script: Script
 ) -> None:  # type: ignore[no-untyped-def]
@@ -96,18 +70,17 @@ def test_answer_rule_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The question's own search, one ranked quote and quantity numbers by default; each
-    one setting away (the grammars' own tests: tests/agent/test_quote_ranking.py,
+    """The question's own search and one ranked quote by default; each one setting away
+    (the grammars' own tests: tests/agent/test_quote_ranking.py,
     tests/agent/test_queries.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
     default = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True, True)
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True)
     monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "0")
-    monkeypatch.setenv("WEBGPT_QUANTITY_NUMBERS", "false")
     monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "false")
     config = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert rule_settings(config) == (None, False, False)
+    assert rule_settings(config) == (None, False)
 
 
 def test_a_quote_ranker_picks_the_quotes_the_service_offers(  # type: ignore[no-untyped-def]

@@ -440,7 +440,7 @@ async def test_canaries_are_answered_under_the_service_s_answer_rules(
     where the service too would decline it."""
     web = Web(WebOptions(offline_store=offline_store, offline_only=True, js_mode="never"))
     try:
-        for grounded, quotes, relevant, quantity in ((True, 2, 0, False), (False, 1, 1, True)):
+        for grounded, quotes, relevant in ((True, 2, 0), (False, 1, 1)):
             settings = ServiceSettings(
                 policy_url="http://127.0.0.1:9/v1",
                 policy_model="scripted",
@@ -448,13 +448,12 @@ async def test_canaries_are_answered_under_the_service_s_answer_rules(
                 grounded_declines=grounded,
                 explanation_quotes=quotes,
                 relevant_quotes=relevant,
-                quantity_numbers=quantity,
             )
             ranker = WordRanker("genus")
             canary = policy_versions(settings, web, None, quote_ranker=ranker).canary_episode
             assert (canary.temperature, canary.guided) == (0.0, True)
             assert canary.quote_ranker is ranker and canary.decline_judge is None
             assert (canary.grounded_declines, canary.explanation_quotes) == (grounded, quotes)
-            assert (canary.relevant_quotes, canary.quantity_numbers) == (relevant or None, quantity)
+            assert canary.relevant_quotes == (relevant or None)
     finally:
         await web.aclose()
