@@ -84,7 +84,7 @@ def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
         "Tallinn",
     ]
     assert named_things("When will Django 7.0 be released?") == ["7.0", "Django"]
-    # a number stands alone: a formula's digits and "100m" are words
+    # a number stands alone: a formula's digits and "200m" are words
     assert named_things("What's the compound with formula NH4NO3 called") == ["NH4NO3"]
     assert named_things("since when have men swum the 200m at the olympics") == []
     assert named_things("what was the weather in perm on 9 june 1987") == ["9", "1987"]
