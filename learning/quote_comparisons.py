@@ -1,7 +1,7 @@
 """Comparisons that teach a quote ranker which sentence of a page answers a question
 (`webgpt comparisons quotes`, then `webgpt train rm`; served by reward.quote_scorer): with
 one, the Quote grammar offers a factoid the sentences in view it scores highest
-(agent.quote_ranking) instead of agent.relevance's lexical pick.
+(agent.quote_ranking), as the service does by default.
 
 Each row pits the sentence that answers the question (its evidence) against another
 sentence near it on the same page (within a view's worth of sentences, where a Quote would
