@@ -135,3 +135,11 @@ def test_a_ranker_named_where_torch_is_missing_is_a_clear_error(
     with pytest.raises(ConfigurationError, match="WEBGPT_QUOTE_RANKER=none"):
         load_quote_ranker(Path("default"), print)
     assert load_quote_ranker(None, print) is None
+
+
+def test_a_ranker_folder_that_is_no_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    from webgpt.agent.model import load_quote_ranker
+    from webgpt.infra.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match=r"missing has no readable manifest\.json"):
+        load_quote_ranker(tmp_path / "missing", print)
