@@ -61,6 +61,23 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     )
     add_quote_ranker(parser)
     parser.add_argument(
+        "--evidence-declines",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="with a quote ranker trained with decline rows (`webgpt comparisons quotes "
+        "--declines`), decline where it scores no collected quote above the decline by more "
+        "than --evidence-margin, else answer with citations (default: off, the policy "
+        'chooses; docs/agent.md, "Declines by evidence")',
+    )
+    parser.add_argument(
+        "--evidence-margin",
+        type=float,
+        default=0.0,
+        metavar="M",
+        help="how far the best quote's score must pass the decline's for an answer: the "
+        "ranker's own, chosen on dev (scripts/evidence_declines.py; default 0)",
+    )
+    parser.add_argument(
         "--relevant-quotes",
         type=_quote_count,
         default=1,
@@ -136,6 +153,8 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "decline_threshold": args.decline_threshold,
         "explanation_quotes": args.explanation_quotes,
         "grounded_declines": not args.no_grounded_declines,
+        "evidence_declines": args.evidence_declines,
+        "evidence_margin": args.evidence_margin,
         "relevant_quotes": args.relevant_quotes or None,
         "question_search": args.question_search,
         "judge_margin": args.judge_margin,

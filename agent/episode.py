@@ -39,7 +39,7 @@ from webgpt.agent.grammar import (
 )
 from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
-from webgpt.agent.quote_ranking import QuoteRanker, ranked_quotes
+from webgpt.agent.quote_ranking import QuoteRanker, evidence_margin, ranked_quotes
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import (
     ActionEvent,
@@ -64,6 +64,7 @@ SHAPING_PARTS = {
     "grounded_decline": "declined: the question names what no quote shows",
     "decline_threshold": "the policy's own probability of a decline chose the branch",
     "judged_decline": "declined: the decline judgment scored the decline above the answer",
+    "evidence_decline": "declined: the quote ranker scored no quote above the decline",
     "decline_wording": "a decline's sentence written by rule from the question",
     "bounded_retry": "written again, its first citation within reach (cut at the limit)",
     "by_quote": "written again a sentence a quote (it restated the question)",
@@ -129,6 +130,16 @@ class EpisodeConfig:
     # (agent.model.load_quote_ranker).
     relevant_quotes: int | None = 1
     quote_ranker: QuoteRanker | None = field(default=None, compare=False)
+    # Declines by evidence (docs/agent.md, "Declines by evidence"): with a quote ranker
+    # trained with decline rows (`webgpt comparisons quotes --declines`), the answer is the
+    # decline where no collected quote outscores the decline, scored as a sentence of its
+    # page, by more than evidence_margin (agent.quote_ranking.evidence_margin), and a cited
+    # answer otherwise: whether the quotes answer is the ranker's call, not a sampled
+    # token's (the grounded declines above still run first). Off by default: the shipped
+    # ranker has no decline rows, and the one that has lost on dev. A ranker's scale is its
+    # own: choose its margin on dev (scripts/evidence_declines.py).
+    evidence_declines: bool = False
+    evidence_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
@@ -188,6 +199,8 @@ class EpisodeResult:
     unshown: list[str] = field(default_factory=list)
     # With a decline judgment: (the answer's score, the decline's), when it judged one
     judgment: tuple[float, float] | None = None
+    # With declines by evidence: how far the best quote's score passed the decline's
+    evidence: float | None = None
     # The parts other than the policy's sampling that changed the answer, in order
     # (SHAPING_PARTS); empty: the answer is the policy's first draft as written.
     shaped_by: list[str] = field(default_factory=list)
@@ -348,7 +361,9 @@ async def write_answer(
     quotes (none without quotes); citations of no quote are removed, a decline cites none
     and its sentence is written by rule from the question (agent.declines.decline_answer).
     A question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
-    else, with a decline threshold, the policy's probability of a decline chooses which;
+    else, with declines by evidence, the quote ranker's evidence margin chooses
+    (EpisodeConfig.evidence_declines); else, with a decline threshold, the policy's
+    probability of a decline chooses which;
     with a decline judgment, the policy drafts a cited answer and the judgment serves the
     decline where it scores the decline above it (EpisodeConfig.decline_judge).
     Under guided decoding an answer is written again where it restates the question or says
@@ -447,9 +462,17 @@ async def _drafted_answer(
             for page in session.quoted_pages.values()
         ]
         result.unshown = unshown_names(session.question, session.quotes, pages)
+    if config.guided and config.evidence_declines and config.quote_ranker is not None:
+        result.evidence = await evidence_margin(
+            config.quote_ranker, session.question, session.quotes
+        )
     if result.unshown and config.grounded_declines:
         await shaped("grounded_decline", ", ".join(result.unshown))
         branch = "decline"
+    elif result.evidence is not None:
+        branch = "cited" if result.evidence > config.evidence_margin else "decline"
+        if branch == "decline":
+            await shaped("evidence_decline", f"best quote {result.evidence:+.2f}")
     elif config.decline_threshold is not None:
         result.decline_probability, used = await decline_probability(policy, prompt)
         result.usage += used

@@ -3,10 +3,16 @@ factoid only the K that a ranker trained on (question, sentence, answers it or n
 highest (reward.quote_scorer, `--quote-ranker`); without one, any sentence in view.
 
 It replaced a lexical rule (question words weighted by their rarity on the page), which it
-beat on dev (docs/agent.md, "Learned quote choice")."""
+beat on dev (docs/agent.md, "Learned quote choice"). A ranker trained with decline rows
+can also decide declines by evidence: the decline, scored as one more sentence of a quoted
+page, against the quotes collected (`evidence_margin`; docs/agent.md, "Declines by
+evidence"; off by default)."""
 
 from collections.abc import Sequence
 from typing import Protocol
+
+from webgpt.agent.declines import decline_answer
+from webgpt.browser.events import CollectedQuote
 
 
 class QuoteRanker(Protocol):
@@ -31,3 +37,20 @@ async def ranked_quotes(
     scores = await ranker.rank(question, title, quotes)
     best = sorted(range(len(quotes)), key=lambda i: (-scores[i], i))[:limit]
     return [quotes[i] for i in sorted(best)]
+
+
+async def evidence_margin(
+    ranker: QuoteRanker, question: str, quotes: Sequence[CollectedQuote]
+) -> float:
+    """How far the quote the ranker scores best as the answer passes the decline scored as a
+    sentence of the same page: at or below 0, no quote answers the question better than
+    saying the pages do not. A ranker trained with decline rows (`webgpt comparisons quotes
+    --declines`) learned where a decline belongs; the declines of agent.episode follow it."""
+    decline = decline_answer(question)
+    margins = []
+    for quote in quotes:
+        quote_score, decline_score = await ranker.rank(
+            question, quote.title, [quote.extract, decline]
+        )
+        margins.append(quote_score - decline_score)
+    return max(margins)

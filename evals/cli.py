@@ -223,6 +223,8 @@ def _gate_evaluation(
         "guided": episode.guided,
         "explanation_quotes": episode.explanation_quotes,
         "grounded_declines": episode.grounded_declines,
+        "evidence_declines": episode.evidence_declines,
+        "evidence_margin": episode.evidence_margin,
         "relevant_quotes": episode.relevant_quotes,
         "question_search": episode.question_search,
         "quote_ranker": str(args.quote_ranker) if args.quote_ranker else None,

@@ -40,7 +40,7 @@ from webgpt.agent.answer_rules import distinct_sentence_count as distinct_senten
 from webgpt.agent.declines import is_declined
 from webgpt.agent.degenerate import degeneracy
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
-from webgpt.agent.errors import PolicyError
+from webgpt.agent.errors import DataError, PolicyError
 from webgpt.agent.policy import Policy
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.targets import PolicyFormat, PolicyTarget, serving
@@ -78,6 +78,8 @@ class Outcome:
     unshown: list[str] = field(default_factory=list)
     # With a decline judgment: the answer's score and the decline's
     judgment: tuple[float, float] | None = None
+    # With declines by evidence: how far the best quote's score passed the decline's
+    evidence: float | None = None
     degenerate: str | None = None  # agent.degenerate.degeneracy of the answer
     shaped_by: list[str] = field(default_factory=list)  # EpisodeResult.shaped_by
     cited_sentences: int = 0  # sentences that cite a quote
@@ -187,6 +189,21 @@ class PolicyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"figures": self.figures(), "outcomes": [asdict(o) for o in self.outcomes]}
+
+
+def recorded_outcomes(path: Path) -> list[dict[str, Any]]:
+    """The outcomes of a `webgpt eval --json-out` file (PolicyReport.to_json, one report a
+    policy), which must keep the quotes each episode collected."""
+    import json
+
+    try:
+        reports = json.loads(path.read_text())
+        outcomes = [outcome for report in reports for outcome in report["outcomes"]]
+        if outcomes and not any("quotes" in outcome for outcome in outcomes):
+            raise DataError(f"{path}: its outcomes keep no quotes; record it anew with webgpt eval")
+        return outcomes
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise DataError(f"{path}: not a `webgpt eval --json-out` file ({error})") from error
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -306,6 +323,7 @@ async def evaluate_policy(
                 decline_probability=result.decline_probability,
                 unshown=result.unshown,
                 judgment=result.judgment,
+                evidence=result.evidence,
                 degenerate=degeneracy(answer),
                 shaped_by=result.shaped_by,
                 cited_sentences=cited_sentences,

@@ -7,7 +7,7 @@ import random
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from webgpt.agent.cli import add_policy_format, add_quote_ranker
 from webgpt.agent.episode import EpisodeConfig
@@ -18,6 +18,7 @@ from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target,
 from webgpt.browser.cli import add_web_arguments, web_options
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions, offline_web
+from webgpt.evals.evaluate import recorded_outcomes
 from webgpt.evals.questions import Question, load_questions
 from webgpt.infra.trainer_options import add_trainer_command, parse_config
 from webgpt.infra.vllm_server import print_progress
@@ -204,8 +205,25 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--limit", type=int, default=0, help="at most this many questions, drawn at random"
     )
     quotes.add_argument("--negatives", type=int, default=3, help="rows a question, at most")
+    quotes.add_argument(
+        "--declines",
+        action="store_true",
+        help="also the decline against sentences that answer and sentences that do not, "
+        "the generated long-form and unanswerable questions included: a ranker that also "
+        'decides declines (docs/reward.md, "Declines by evidence")',
+    )
+    quotes.add_argument(
+        "--episodes",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="EVAL.json",
+        help="repeatable, with --declines: the quotes of the policy's own episodes on training "
+        "questions (`webgpt eval --json-out`) against the decline",
+    )
     quotes.add_argument("--seed", type=int, default=0)
     quotes.add_argument("--store", type=Path, default=None, help="offline web file")
+    add_quote_ranker(quotes)  # with --declines: which sentence a page offers a row
     quotes.set_defaults(run=_quote_comparisons)
 
 
@@ -454,7 +472,7 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
     )
 
     if args.episodes:
-        outcomes = [o for path in args.episodes for o in _recorded_outcomes(path)]
+        outcomes = [o for path in args.episodes for o in recorded_outcomes(path)]
         found = list(episode_rows(outcomes, split=args.split, seed=args.seed))
     else:
         store = OfflineWeb(args.store)
@@ -491,42 +509,44 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
     import json
 
     from webgpt.browser.offline import OfflineWeb
-    from webgpt.learning.quote_comparisons import ServedSentences, quote_rows
+    from webgpt.learning.quote_comparisons import (
+        ServedSentences,
+        episode_evidence_rows,
+        evidence_rows,
+        first_sentence,
+        quote_rows,
+    )
 
+    if args.episodes and not args.declines:
+        raise ConfigurationError("--episodes makes decline rows: it needs --declines")
     written = [q for path in args.questions for q in load_questions(path, split="train")]
+    recorded = [o for path in args.episodes for o in recorded_outcomes(path)]
     store = OfflineWeb(args.store)
+    ranker = _quote_scorer(args.quote_ranker) if args.declines else None
     try:
         generated = list(generate_questions(store, seed=args.seed)) if args.generated else []
         picked = pick_questions(generated, {"train": args.generated}, args.seed)
-        questions = written + [q for q in picked if q.kind == "factoid"]
+        questions = written + [q for q in picked if q.kind == "factoid" or args.declines]
         if args.limit:
             questions = random.Random(args.seed).sample(questions, min(args.limit, len(questions)))
         pages = ServedSentences(store)
         rows = list(quote_rows(questions, pages, negatives=args.negatives, seed=args.seed))
+        if args.declines:
+            pick = ranker.best if ranker is not None else first_sentence
+            rows += evidence_rows(questions, pages, store, pick=pick, seed=args.seed)
+            rows += episode_evidence_rows(recorded, seed=args.seed)
     finally:
         store.close()
+        if ranker is not None:
+            asyncio.run(ranker.aclose())
     args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     asked = len({row["question"] for row in rows})
     print_progress(
         f"wrote {len(rows)} comparisons of {asked} questions to {args.out} "
-        f"(of {len(written)} from question files and {len(picked)} generated)"
+        f"(of {len(written)} from question files, {len(picked)} generated and "
+        f"{len(recorded)} episodes)"
     )
     return 0 if rows else 1
-
-
-def _recorded_outcomes(path: Path) -> list[dict[str, Any]]:
-    """The outcomes of a `webgpt eval --json-out` file (one report a policy), which must
-    keep the quotes each episode collected."""
-    import json
-
-    try:
-        reports = json.loads(path.read_text())
-        outcomes = [outcome for report in reports for outcome in report["outcomes"]]
-        if outcomes and not any("quotes" in outcome for outcome in outcomes):
-            raise DataError(f"{path}: its outcomes keep no quotes; record it anew with webgpt eval")
-        return outcomes
-    except (OSError, ValueError, TypeError, KeyError) as error:
-        raise DataError(f"{path}: not a `webgpt eval --json-out` file ({error})") from error
 
 
 def _quoted_questions(path: Path, split: str) -> "list[QuotedQuestion]":

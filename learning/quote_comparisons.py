@@ -11,17 +11,42 @@ the browser serves it, split and cut as the grammar offers them
 question files (people-written, e.g. data/questions/train-later-sentences.jsonl) and
 question_generator's over the offline web's pages, of the train split alone, and only
 train pages are read (evals.questions.split_of): no dev or test page is trained on. A
-row's label is a rule's, so rows say `"source": "synthetic"` (learning.comparisons)."""
+row's label is a rule's, so rows say `"source": "synthetic"` (learning.comparisons).
+
+`evidence_rows` teaches the same ranker when to decline: the decline
+(agent.declines.decline_answer) is scored as one more sentence of the page, and an answer
+is declined where no quote it collected outscores the decline beside it
+(agent.quote_ranking.holds_evidence). The sentence that answers a factoid, and a long-form
+question's supporting sentences, beat the decline; the decline beats a sentence near a
+factoid's evidence holding none of its gold answers, a sentence of another page its words
+find, and any sentence of the page an unanswerable question's words find; there the
+sentence is the one a served ranker would offer (`pick`), as a policy would quote it.
+`episode_evidence_rows` makes such rows from the policy's own episodes on training
+questions (`webgpt eval --json-out`): what it quoted, against the decline."""
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import MAX_QUOTE_CHOICES, quotable, quotable_sentences
 from webgpt.browser.offline import OfflineWeb
 from webgpt.browser.render import RenderOptions, render_html
 from webgpt.evals.questions import Question, contains_gold, split_of
 from webgpt.learning.comparisons import SOURCE
+
+# Search results read for a page other than a question's own.
+OTHER_PAGE_RESULTS = 5
+# Which sentence of a page's first view a row quotes: (question, title, sentences) -> one
+# of them; the served ranker's pick (reward.quote_scorer.QuoteScorer.best) makes rows of
+# the quotes a policy is offered.
+SentencePick = Callable[[str, str, Sequence[str]], str]
+# The sentences a pick chooses from, at most: scoring each costs a ranker's forward pass.
+PICK_FROM = 8
+
+
+def first_sentence(question: str, title: str, sentences: Sequence[str]) -> str:
+    return sentences[0]
 
 
 class ServedSentences:
@@ -64,16 +89,111 @@ def quote_rows(
         near = sentences[max(0, at - MAX_QUOTE_CHOICES) : at + MAX_QUOTE_CHOICES + 1]
         others = [s for s in near if s != answering and not contains_gold(s, question.gold_answers)]
         for other in rng.sample(others, min(negatives, len(others))):
-            first = rng.random() < 0.5
-            yield {
-                "question": question.question,
-                "url": question.url,
-                "title": title,
-                "quote_a": answering if first else other,
-                "quote_b": other if first else answering,
-                "preference": "a" if first else "b",
-                "source": SOURCE,
-            }
+            yield _row(question.question, question.url, title, answering, other, rng)
+
+
+def evidence_rows(
+    questions: Iterable[Question],
+    pages: ServedSentences,
+    store: OfflineWeb,
+    *,
+    pick: SentencePick = first_sentence,
+    seed: int = 0,
+) -> Iterator[dict[str, Any]]:
+    """Rows of a sentence against the decline on its page (see the module's docstring):
+    a factoid's evidence beats it and it beats a sentence near the evidence and one of
+    another page; a long-form question's supporting sentences beat it; it beats what an
+    unanswerable question's search finds."""
+    rng = random.Random(seed)
+    for question in questions:
+        decline = decline_answer(question.question)
+        if question.kind == "unanswerable":
+            if (found := _found_page(question, pages, store, pick)) is not None:
+                url, title, sentence = found
+                yield _row(question.question, url, title, decline, sentence, rng)
+        elif question.kind == "longform" and question.url:
+            urls = question.supporting_urls or [None] * len(question.supporting)
+            for sentence, supporting_url in zip(question.supporting, urls, strict=False):
+                page = supporting_url or question.url
+                title, sentences = pages.of(page)
+                if (supporting := quotable(sentence)) is not None and sentences:
+                    yield _row(question.question, page, title, supporting, decline, rng)
+        elif question.kind == "factoid" and question.gold_answers and question.url:
+            title, sentences = pages.of(question.url)
+            answering = _answering(question, sentences)
+            if answering is None:
+                continue
+            yield _row(question.question, question.url, title, answering, decline, rng)
+            at = sentences.index(answering)
+            near = sentences[max(0, at - MAX_QUOTE_CHOICES) : at + MAX_QUOTE_CHOICES + 1]
+            lacking = [s for s in near if not contains_gold(s, question.gold_answers)]
+            if lacking:
+                other = pick(
+                    question.question, title, rng.sample(lacking, min(PICK_FROM, len(lacking)))
+                )
+                yield _row(question.question, question.url, title, decline, other, rng)
+            if (found := _found_page(question, pages, store, pick)) is not None:
+                url, title, sentence = found
+                yield _row(question.question, url, title, decline, sentence, rng)
+
+
+def episode_evidence_rows(
+    outcomes: Iterable[dict[str, Any]], *, seed: int = 0
+) -> Iterator[dict[str, Any]]:
+    """Rows from recorded episodes on training questions (`webgpt eval --json-out`
+    outcomes): each quote the policy collected against the decline on its page. A quote
+    holding a factoid's gold answer beats the decline; the decline beats a factoid's quote
+    holding none where the draft was wrong, and any quote of an unanswerable question.
+    Long-form episodes (no gold phrase to check) and quotes of pages outside the train
+    split make no row: no dev or test page is trained on."""
+    rng = random.Random(seed)
+    for outcome in outcomes:
+        question = outcome["question"]
+        decline = decline_answer(question)
+        for quote in outcome.get("quotes") or []:
+            if split_of(quote["url"]) != "train":
+                continue
+            holds = contains_gold(quote["extract"], outcome.get("gold_answers") or [])
+            if outcome["kind"] == "unanswerable" or (
+                outcome["kind"] == "factoid" and not outcome["correct"] and not holds
+            ):
+                winner, loser = decline, quote["extract"]
+            elif outcome["kind"] == "factoid" and holds:
+                winner, loser = quote["extract"], decline
+            else:
+                continue
+            yield _row(question, quote["url"], quote["title"], winner, loser, rng)
+
+
+def _found_page(
+    question: Question, pages: ServedSentences, store: OfflineWeb, pick: SentencePick
+) -> tuple[str, str, str] | None:
+    """(url, title, sentence) of the first train page other than the question's own that
+    its words find: of its first sentences holding no gold answer, the one picked."""
+    for result in store.search_sync(question.question, OTHER_PAGE_RESULTS):
+        if result.url == question.url:
+            continue
+        title, sentences = pages.of(result.url)
+        view = [s for s in sentences[:PICK_FROM] if not contains_gold(s, question.gold_answers)]
+        if view:
+            return result.url, title, pick(question.question, title, view)
+    return None
+
+
+def _row(
+    question: str, url: str, title: str, winner: str, loser: str, rng: random.Random
+) -> dict[str, Any]:
+    """A quote comparison; which side is `a` is drawn, so neither position means anything."""
+    first = rng.random() < 0.5
+    return {
+        "question": question,
+        "url": url,
+        "title": title,
+        "quote_a": winner if first else loser,
+        "quote_b": loser if first else winner,
+        "preference": "a" if first else "b",
+        "source": SOURCE,
+    }
 
 
 def _answering(question: Question, sentences: list[str]) -> str | None:

@@ -12,7 +12,6 @@ unanswerable questions declined, long-form answers kept. The rule's row declines
 """
 
 import argparse
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from webgpt.agent.declines import decline_answer, is_declined
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.page import domain_of
+from webgpt.evals.evaluate import recorded_outcomes
 from webgpt.reward.data import scored_text
 from webgpt.reward.scorer import RewardScorer
 
@@ -93,12 +93,7 @@ def main() -> None:
     parser.add_argument("--judge", type=Path, required=True, help="reward checkpoint folder")
     parser.add_argument("evals", type=Path, nargs="+", help="webgpt eval --json-out files")
     args = parser.parse_args()
-    outcomes = [
-        outcome
-        for path in args.evals
-        for report in json.loads(path.read_text())
-        for outcome in report["outcomes"]
-    ]
+    outcomes = [outcome for path in args.evals for outcome in recorded_outcomes(path)]
     rows = judged(outcomes, RewardScorer(args.judge, batch_size=8).score_texts)
     policy = [is_declined(row.outcome["answer"]) for row in rows]
     print(f"{len(rows)} outcomes; judge {args.judge.name}")

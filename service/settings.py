@@ -79,6 +79,12 @@ class ServiceSettings(Settings):
     # what no quote shows.
     explanation_quotes: int = Field(default=2, ge=1, le=2)
     grounded_declines: bool = True
+    # Declines by evidence (agent.episode.EpisodeConfig.evidence_declines): with a quote
+    # ranker trained with decline rows, decline where it scores no collected quote above
+    # the decline by more than evidence_margin (its own, chosen on dev), else answer with
+    # citations. Off by default (docs/agent.md, "Declines by evidence").
+    evidence_declines: bool = False
+    evidence_margin: float = 0.0
     # The decline judgment (agent.episode.EpisodeConfig.decline_judge): a reward checkpoint
     # folder that scores each drafted answer beside the decline from the same quotes, loaded
     # in the service's process at start; None: off. The decline is served where it passes
@@ -187,6 +193,8 @@ class ServiceSettings(Settings):
         return {
             "explanation_quotes": self.explanation_quotes,
             "grounded_declines": self.grounded_declines,
+            "evidence_declines": self.evidence_declines,
+            "evidence_margin": self.evidence_margin,
             "relevant_quotes": self.relevant_quotes or None,
             "question_search": self.question_search,
             "judge_margin": self.judge_margin,

@@ -341,9 +341,14 @@ async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_
 
 
 def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
-    """The settings of the quote ranker's choices and the question's own search, as the
-    command line and the service set them."""
-    return (config.relevant_quotes, config.question_search)
+    """The settings of the quote ranker's choices, its declines by evidence and the
+    question's own search, as the command line and the service set them."""
+    return (
+        config.relevant_quotes,
+        config.evidence_declines,
+        config.evidence_margin,
+        config.question_search,
+    )
 
 
 def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
@@ -362,11 +367,14 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
     add_answer_rules(parser)
     defaults = parser.parse_args([])
     default = EpisodeConfig(**answer_rules(defaults))
-    assert rule_settings(default) == rule_settings(EpisodeConfig()) == (1, True)
+    served = EpisodeConfig(**ServiceSettings().answer_rules())
+    assert rule_settings(default) == rule_settings(EpisodeConfig()) == rule_settings(served)
+    assert rule_settings(default) == (1, False, 0.0, True)
     assert defaults.quote_ranker == Path("default") == ServiceSettings().quote_ranker
     off = ["--relevant-quotes", "0", "--quote-ranker", "none", "--no-question-search"]
+    off += ["--evidence-declines", "--evidence-margin", "1.5"]
     args = parser.parse_args(off)
-    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, False)
+    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, True, 1.5, False)
     assert args.quote_ranker is None
     assert parser.parse_args(["--quote-ranker", "ranker"]).quote_ranker == Path("ranker")
     for named, expected in (("none", None), ("folder", Path("folder"))):

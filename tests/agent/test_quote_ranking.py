@@ -10,6 +10,7 @@ import pytest
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE, collect_into
 from webgpt.agent.answer import Agent
+from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
@@ -143,3 +144,39 @@ def test_a_ranker_folder_that_is_no_checkpoint_is_a_clear_error(tmp_path: Path) 
 
     with pytest.raises(CheckpointError, match=r"missing has no readable manifest\.json"):
         load_quote_ranker(tmp_path / "missing", print)
+
+
+async def test_declines_follow_the_evidence_the_ranker_finds(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """With a ranker, the answer is the decline where no quote outscores the decline scored
+    as a sentence of its page, and a cited answer otherwise: the policy is offered no
+    decline then. The trace names the ranker's decline."""
+    question = "Do crows remember human faces?"
+    outcomes = {}
+    for word in ("recognise", "genus"):  # in the quote, in no quote
+        script.commands, script.requests = [*CROW_EPISODE[:2], f"Quote: {FACES}", "End: Answer"], []
+        script.answers = ["They know a face for years [1]."]
+        ranker = WordRanker(word)
+        config = EpisodeConfig(quote_ranker=ranker, relevant_quotes=None, evidence_declines=True)
+        events: list[TraceEvent] = []
+        result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+        assert (question, "Crow", [FACES, decline_answer(question)]) in ranker.calls
+        answering = [r for r in script.requests if r.get("stream")]
+        outcomes[word] = (result, answering, [e for e in events if e.type == "shaped"])
+
+    answered, [answering], shaped = outcomes["recognise"]
+    assert answered.answer == "They know a face for years [1]." and answered.evidence == 1.0
+    assert not re.fullmatch(
+        answering["structured_outputs"]["regex"], decline_answer(question) + "■"
+    )
+    assert shaped == [] and answered.shaped_by == []
+    declined, answering, shaped = outcomes["genus"]
+    assert declined.answer == decline_answer(question) and declined.references == []
+    assert declined.evidence == 0.0 and answering == []  # nothing sampled for it
+    assert [(e.part, e.detail) for e in shaped] == [("evidence_decline", "best quote +0.00")]  # type: ignore[union-attr]
+    unjudged = EpisodeConfig(quote_ranker=WordRanker("genus"))  # off by default
+    script.commands = [*CROW_EPISODE[:2], f"Quote: {FACES}", "End: Answer"]
+    script.answers = ["They know a face for years [1]."]
+    result = await run_episode(0, web.session(), policy, question, unjudged)
+    assert result.evidence is None and result.answer == "They know a face for years [1]."

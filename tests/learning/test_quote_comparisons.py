@@ -1,13 +1,22 @@
 """The comparisons a quote ranker learns from: the sentence that answers a factoid against
-another of its page as the browser serves it, train pages only."""
+another of its page as the browser serves it, and sentences against the decline, train
+pages only."""
 
 import json
 from pathlib import Path
+from typing import Any
 
+from webgpt.agent.declines import decline_answer
 from webgpt.browser.offline import OfflineWeb
 from webgpt.evals.questions import contains_gold, split_of
 from webgpt.learning.question_generator import generate_questions
-from webgpt.learning.quote_comparisons import ServedSentences, quote_rows
+from webgpt.learning.quote_comparisons import (
+    ServedSentences,
+    episode_evidence_rows,
+    evidence_rows,
+    first_sentence,
+    quote_rows,
+)
 from webgpt.reward.data import load_comparisons, quote_text
 from webgpt.service.cli import main
 
@@ -71,3 +80,79 @@ def test_comparisons_quotes_reads_people_written_questions(
         assert row[f"quote_{row['preference']}"] == faces
         assert row["title"] == "Crow"
     assert len(rows) == 3  # every other sentence of the page, none holding "for years"
+
+
+def _sides(row: dict[str, Any]) -> tuple[str, str]:
+    """(winner, loser) of a quote comparison."""
+    loser = "b" if row["preference"] == "a" else "a"
+    return row[f"quote_{row['preference']}"], row[f"quote_{loser}"]
+
+
+def test_evidence_rows_pit_sentences_against_the_decline(learning_store: Path) -> None:
+    store = OfflineWeb(learning_store)
+    questions = list(generate_questions(store, per_page=5))
+    by_text = {q.question: q for q in questions}
+    pages = ServedSentences(store)
+    rows = list(evidence_rows(questions, pages, store, pick=first_sentence))
+    kinds: set[tuple[str, bool]] = set()
+    for row in rows:
+        question = by_text[row["question"]]
+        winner, loser = _sides(row)
+        decline = decline_answer(question.question)
+        assert decline in (winner, loser) and winner != loser
+        assert split_of(row["url"]) == "train"  # no dev or test page is trained on
+        title, sentences = pages.of(row["url"])
+        assert row["title"] == title and sentences
+        quoted = loser if winner == decline else winner
+        kinds.add((question.kind, winner == decline))
+        if question.kind == "unanswerable":
+            assert winner == decline
+        elif question.kind == "longform":
+            assert winner == quoted and quoted in question.supporting
+        elif winner == decline:  # a factoid's sentence holding no gold answer
+            assert not contains_gold(quoted, question.gold_answers) and quoted in sentences
+        else:  # the sentence that answers it, as served
+            assert contains_gold(quoted, question.gold_answers) and quoted in sentences
+    assert kinds == {
+        ("factoid", True), ("factoid", False), ("longform", False), ("unanswerable", True)
+    }  # fmt: skip
+
+
+def test_episode_evidence_rows_read_what_the_policy_quoted() -> None:
+    def outcome(kind: str, correct: bool, extract: str, url: str = CROW) -> dict[str, Any]:
+        return {
+            "question": f"the {kind} question",
+            "kind": kind,
+            "correct": correct,
+            "gold_answers": ["for years"] if kind == "factoid" else [],
+            "quotes": [{"title": "Crow", "url": url, "extract": extract}],
+        }
+
+    holding = "Crows remember faces for years."
+    lacking = "Crows are black."
+    outcomes = [
+        outcome("factoid", True, holding),  # the quote beats the decline
+        outcome("factoid", False, lacking),  # the decline beats the quote
+        outcome("unanswerable", False, lacking),  # the decline beats the quote
+        outcome("factoid", False, holding),  # a wrong draft, but its quote holds the answer
+        outcome("factoid", True, lacking),  # right, not from its quote: none
+        outcome("longform", False, lacking),  # no gold phrase to check: none
+        outcome("factoid", True, holding, MONA_LISA),  # a dev page: none
+    ]
+    rows = list(episode_evidence_rows(outcomes))
+    factoid, unanswerable = "the factoid question", "the unanswerable question"
+    assert [(r["question"], *_sides(r)) for r in rows] == [
+        (factoid, holding, decline_answer(factoid)),
+        (factoid, decline_answer(factoid), lacking),
+        (unanswerable, decline_answer(unanswerable), lacking),
+        (factoid, holding, decline_answer(factoid)),
+    ]
+
+
+def test_episodes_need_declines(learning_store: Path, tmp_path: Path) -> None:
+    recorded = tmp_path / "eval.json"
+    recorded.write_text(json.dumps([{"outcomes": []}]))
+    out = tmp_path / "quotes.jsonl"
+    command = ["comparisons", "quotes", "--episodes", str(recorded), "--out", str(out)]
+    assert main([*command, "--store", str(learning_store)]) != 0
+    assert not out.exists()
