@@ -63,19 +63,21 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--evidence-declines",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=True,
         help="with a quote ranker trained with decline rows (`webgpt comparisons quotes "
         "--declines`), decline where it scores no collected quote above the decline by more "
-        "than --evidence-margin, else answer with citations (default: off, the policy "
-        'chooses; docs/agent.md, "Declines by evidence")',
+        "than its margin, else answer with citations; a ranker with no margin recorded "
+        "decides no declines without --evidence-margin (default: on; docs/agent.md, "
+        '"Declines by evidence")',
     )
     parser.add_argument(
         "--evidence-margin",
         type=float,
-        default=0.0,
+        default=None,
         metavar="M",
-        help="how far the best quote's score must pass the decline's for an answer: the "
-        "ranker's own, chosen on dev (scripts/evidence_declines.py; default 0)",
+        help="how far the best quote's score must pass the decline's for an answer (default: "
+        "the margin chosen on dev that the ranker's checkpoint records; "
+        "scripts/evidence_declines.py)",
     )
     parser.add_argument(
         "--relevant-quotes",

@@ -135,11 +135,21 @@ class EpisodeConfig:
     # decline where no collected quote outscores the decline, scored as a sentence of its
     # page, by more than evidence_margin (agent.quote_ranking.evidence_margin), and a cited
     # answer otherwise: whether the quotes answer is the ranker's call, not a sampled
-    # token's (the grounded declines above still run first). Off by default: the shipped
-    # ranker has no decline rows, and the one that has lost on dev. A ranker's scale is its
-    # own: choose its margin on dev (scripts/evidence_declines.py).
-    evidence_declines: bool = False
-    evidence_margin: float = 0.0
+    # token's (the grounded declines above still run first). A ranker's scale is its own,
+    # so its margin is chosen on dev (scripts/evidence_declines.py) and recorded in its
+    # checkpoint; evidence_margin overrides that. A ranker with no margin recorded (trained
+    # without decline rows) decides no declines unless given one here.
+    evidence_declines: bool = True
+    evidence_margin: float | None = None
+
+    def decline_margin(self) -> float | None:
+        """The margin declines by evidence use: evidence_margin, else the quote ranker's
+        own; None where they are off or have none."""
+        if not (self.guided and self.evidence_declines) or self.quote_ranker is None:
+            return None
+        if self.evidence_margin is not None:
+            return self.evidence_margin
+        return self.quote_ranker.evidence_margin
 
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
@@ -462,15 +472,16 @@ async def _drafted_answer(
             for page in session.quoted_pages.values()
         ]
         result.unshown = unshown_names(session.question, session.quotes, pages)
-    if config.guided and config.evidence_declines and config.quote_ranker is not None:
+    decline_margin = config.decline_margin()
+    if decline_margin is not None and config.quote_ranker is not None:
         result.evidence = await evidence_margin(
             config.quote_ranker, session.question, session.quotes
         )
     if result.unshown and config.grounded_declines:
         await shaped("grounded_decline", ", ".join(result.unshown))
         branch = "decline"
-    elif result.evidence is not None:
-        branch = "cited" if result.evidence > config.evidence_margin else "decline"
+    elif decline_margin is not None and result.evidence is not None:
+        branch = "cited" if result.evidence > decline_margin else "decline"
         if branch == "decline":
             await shaped("evidence_decline", f"best quote {result.evidence:+.2f}")
     elif config.decline_threshold is not None:

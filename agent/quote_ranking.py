@@ -6,7 +6,8 @@ It replaced a lexical rule (question words weighted by their rarity on the page)
 beat on dev (docs/agent.md, "Learned quote choice"). A ranker trained with decline rows
 can also decide declines by evidence: the decline, scored as one more sentence of a quoted
 page, against the quotes collected (`evidence_margin`; docs/agent.md, "Declines by
-evidence"; off by default)."""
+evidence"): a ranker whose checkpoint records the margin chosen for it on dev decides them
+by default."""
 
 from collections.abc import Sequence
 from typing import Protocol
@@ -18,6 +19,13 @@ from webgpt.browser.events import CollectedQuote
 class QuoteRanker(Protocol):
     @property
     def name(self) -> str: ...
+
+    @property
+    def evidence_margin(self) -> float | None:
+        """How far the best quote must score above the decline for an answer, chosen on dev
+        for this ranker (its checkpoint's `evidence_margin`); None: a ranker trained without
+        decline rows, which decides no declines."""
+        ...
 
     async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
         """A score for each sentence of the page titled title as the quote that answers

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,7 +167,7 @@ def register_promote(model_commands: "argparse._SubParsersAction[argparse.Argume
 
 def _promote(args: argparse.Namespace) -> int:
     registry = registry_of(args)
-    evaluate, setup = _gate_evaluation(args, registry)
+    evaluate, setup, close_ranker = _gate_evaluation(args, registry)
     try:
         record = promote_gated(
             registry,
@@ -180,6 +181,8 @@ def _promote(args: argparse.Namespace) -> int:
     except PromotionRefused:
         print(format_comparison(registry.promotions()[-1]))  # the refusal just recorded
         raise
+    finally:
+        close_ranker()
     if record is None:
         print(f"{args.version} is current already")
         return 0
@@ -202,10 +205,11 @@ def _promote(args: argparse.Namespace) -> int:
 
 def _gate_evaluation(
     args: argparse.Namespace, registry: PolicyRegistry
-) -> tuple[Evaluate, dict[str, Any]]:
+) -> tuple[Evaluate, dict[str, Any], Callable[[], None]]:
     """The gate's evaluation (`webgpt eval`'s, greedy, with the quote ranker, of one version
-    on the pinned questions), and the setup it records. The questions are read on the first
-    evaluation: a forced or first promotion needs none."""
+    on the pinned questions), the setup it records, and what closes the ranker it loads.
+    The questions and the ranker are read on the first evaluation: a forced or first
+    promotion needs neither."""
     from webgpt.evals.evaluate import evaluate_target, progress_bar
 
     if args.limit < 0:
@@ -263,7 +267,11 @@ def _gate_evaluation(
         )
         return {**report.figures(), "questions_sha256": digest}
 
-    return evaluate, setup
+    def close() -> None:  # the ranker, where an evaluation loaded it
+        if ranker.cache_info().currsize and (loaded := ranker()) is not None:
+            asyncio.run(loaded.aclose())
+
+    return evaluate, setup, close
 
 
 def _eval(args: argparse.Namespace) -> int:

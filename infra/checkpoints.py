@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -111,6 +111,22 @@ def load_manifest(folder: Path, verify: bool = False) -> Manifest:
             file = folder / name
             if not file.is_file() or sha256_of(file) != digest:
                 raise CorruptCheckpoint(f"{folder}: {name} does not match its manifest")
+    return manifest
+
+
+def record_metrics(folder: Path, metrics: dict[str, Any]) -> Manifest:
+    """Add metrics to a checkpoint's manifest, written beside it and renamed over it: for
+    a setting chosen after training on the checkpoint's own scale (a quote ranker's
+    evidence margin). Its files, and so their digests, stay as they are."""
+    manifest = load_manifest(folder)
+    manifest = replace(manifest, metrics={**manifest.metrics, **metrics})
+    staging = folder / f".{MANIFEST}.tmp"
+    with staging.open("w") as file:
+        file.write(manifest.to_json())
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(staging, folder / MANIFEST)
+    fsync_dir(folder)
     return manifest
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 from webgpt.agent.cli import add_policy_format, add_quote_ranker
 from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError
-from webgpt.agent.model import load_quote_ranker, quote_ranker_folder
+from webgpt.agent.model import load_quote_ranker
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.targets import POLICY_HELP, PolicyTarget, parse_policy_target, serving
 from webgpt.browser.cli import add_web_arguments, web_options
@@ -27,7 +27,6 @@ from webgpt.learning.question_generator import generate_questions, pick_question
 
 if TYPE_CHECKING:
     from webgpt.learning.comparisons import QuotedQuestion
-    from webgpt.reward.quote_scorer import QuoteScorer
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -476,7 +475,7 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
         found = list(episode_rows(outcomes, split=args.split, seed=args.seed))
     else:
         store = OfflineWeb(args.store)
-        ranker = _quote_scorer(args.quote_ranker)
+        ranker = load_quote_ranker(args.quote_ranker, print_progress)
         try:
             generated = list(generate_questions(store, seed=args.seed))
             questions = pick_questions(generated, {args.split: args.questions}, args.seed)
@@ -497,14 +496,6 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
     return 0 if rows else 1
 
 
-def _quote_scorer(name: "Path | None") -> "QuoteScorer | None":
-    """The quote ranker named, loaded to score in this thread (None: `none`)."""
-    from webgpt.reward.quote_scorer import QuoteScorer
-
-    folder = quote_ranker_folder(name, print_progress)
-    return QuoteScorer(folder) if folder is not None else None
-
-
 def _quote_comparisons(args: argparse.Namespace) -> int:
     import json
 
@@ -522,7 +513,7 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
     written = [q for path in args.questions for q in load_questions(path, split="train")]
     recorded = [o for path in args.episodes for o in recorded_outcomes(path)]
     store = OfflineWeb(args.store)
-    ranker = _quote_scorer(args.quote_ranker) if args.declines else None
+    ranker = load_quote_ranker(args.quote_ranker, print_progress) if args.declines else None
     try:
         generated = list(generate_questions(store, seed=args.seed)) if args.generated else []
         picked = pick_questions(generated, {"train": args.generated}, args.seed)

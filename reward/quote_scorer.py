@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from webgpt.reward.data import quote_text
+from webgpt.reward.manifest import EVIDENCE_MARGIN
 from webgpt.reward.scorer import RewardScorer
 
 # A question and one sentence of at most 300 characters (agent.grammar.MAX_QUOTE_CHARS).
@@ -27,6 +28,12 @@ class QuoteScorer:
     @property
     def name(self) -> str:
         return self._scorer.version
+
+    @property
+    def evidence_margin(self) -> float | None:
+        """The margin its manifest records for declines by evidence; None: none chosen."""
+        margin = self._scorer.metrics.get(EVIDENCE_MARGIN)
+        return None if margin is None else float(margin)
 
     async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
         """A score for each sentence as the quote answering question (higher: better)."""

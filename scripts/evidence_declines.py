@@ -9,9 +9,12 @@ where no quote passes it by more than the margin would give, alone and with the 
 beside it. Evidence also turns the policy's own declines into cited answers where a quote
 passes the margin: those answers were never drafted, so they are counted apart as
 "unknown" (a full `webgpt eval --evidence-margin M` measures them). Choose the margin on
-dev; the sealed test is never read here.
+dev; the sealed test is never read here. `--record M` then writes the chosen margin into
+the ranker's manifest (and into each `--also` folder's: the adapter a repository ships), so
+the episodes that load it use it (agent.episode.EpisodeConfig.decline_margin).
 
     python scripts/evidence_declines.py --ranker RANKER_FOLDER EVAL.json [EVAL.json ...]
+    python scripts/evidence_declines.py --ranker RANKER_FOLDER --record M [--also ADAPTER]
 """
 
 import argparse
@@ -24,6 +27,8 @@ from webgpt.agent.quote_ranking import QuoteRanker, evidence_margin
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.page import domain_of
 from webgpt.evals.evaluate import recorded_outcomes
+from webgpt.infra.checkpoints import record_metrics
+from webgpt.reward.manifest import EVIDENCE_MARGIN
 
 MARGINS = (-6.0, -5.0, -4.5, -4.0, -3.5, -3.0, -2.0, -1.0, 0.0)
 
@@ -77,8 +82,21 @@ def figures(outcomes: list[dict[str, Any]], declined: list[bool], unknown: set[i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranker", type=Path, required=True, help="quote ranker folder")
-    parser.add_argument("evals", type=Path, nargs="+", help="webgpt eval --json-out files")
+    parser.add_argument("evals", type=Path, nargs="*", help="webgpt eval --json-out files")
+    parser.add_argument(
+        "--record", type=float, metavar="M", help="write margin M into the ranker's manifest"
+    )
+    parser.add_argument(
+        "--also", type=Path, nargs="*", default=[], help="with --record: more checkpoint folders"
+    )
     args = parser.parse_args()
+    if args.record is not None:
+        for folder in [args.ranker, *args.also]:
+            record_metrics(folder, {EVIDENCE_MARGIN: args.record})
+            print(f"{folder}: evidence margin {args.record:+g}")
+        return
+    if not args.evals:
+        parser.error("give the eval files to read, or --record M")
     from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when run
 
     outcomes = [outcome for path in args.evals for outcome in recorded_outcomes(path)]

@@ -81,10 +81,11 @@ class ServiceSettings(Settings):
     grounded_declines: bool = True
     # Declines by evidence (agent.episode.EpisodeConfig.evidence_declines): with a quote
     # ranker trained with decline rows, decline where it scores no collected quote above
-    # the decline by more than evidence_margin (its own, chosen on dev), else answer with
-    # citations. Off by default (docs/agent.md, "Declines by evidence").
-    evidence_declines: bool = False
-    evidence_margin: float = 0.0
+    # the decline by more than its margin (chosen on dev, recorded in its checkpoint;
+    # evidence_margin overrides it), else answer with citations (docs/agent.md, "Declines
+    # by evidence").
+    evidence_declines: bool = True
+    evidence_margin: float | None = None
     # The decline judgment (agent.episode.EpisodeConfig.decline_judge): a reward checkpoint
     # folder that scores each drafted answer beside the decline from the same quotes, loaded
     # in the service's process at start; None: off. The decline is served where it passes

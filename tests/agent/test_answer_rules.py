@@ -369,12 +369,12 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
     default = EpisodeConfig(**answer_rules(defaults))
     served = EpisodeConfig(**ServiceSettings().answer_rules())
     assert rule_settings(default) == rule_settings(EpisodeConfig()) == rule_settings(served)
-    assert rule_settings(default) == (1, False, 0.0, True)
+    assert rule_settings(default) == (1, True, None, True)  # the ranker's own margin
     assert defaults.quote_ranker == Path("default") == ServiceSettings().quote_ranker
     off = ["--relevant-quotes", "0", "--quote-ranker", "none", "--no-question-search"]
-    off += ["--evidence-declines", "--evidence-margin", "1.5"]
+    off += ["--no-evidence-declines", "--evidence-margin", "1.5"]
     args = parser.parse_args(off)
-    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, True, 1.5, False)
+    assert rule_settings(EpisodeConfig(**answer_rules(args))) == (None, False, 1.5, False)
     assert args.quote_ranker is None
     assert parser.parse_args(["--quote-ranker", "ranker"]).quote_ranker == Path("ranker")
     for named, expected in (("none", None), ("folder", Path("folder"))):

@@ -28,8 +28,9 @@ class WordRanker:
 
     name = "word-ranker"
 
-    def __init__(self, word: str) -> None:
+    def __init__(self, word: str, evidence_margin: float | None = None) -> None:
         self.word = word
+        self.evidence_margin = evidence_margin
         self.calls: list[tuple[str, str, list[str]]] = []
 
     async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
@@ -151,14 +152,15 @@ async def test_declines_follow_the_evidence_the_ranker_finds(
 ) -> None:
     """With a ranker, the answer is the decline where no quote outscores the decline scored
     as a sentence of its page, and a cited answer otherwise: the policy is offered no
-    decline then. The trace names the ranker's decline."""
+    decline then. The trace names the ranker's decline. The margin is the one the ranker's
+    checkpoint records, unless the episode names one."""
     question = "Do crows remember human faces?"
     outcomes = {}
     for word in ("recognise", "genus"):  # in the quote, in no quote
         script.commands, script.requests = [*CROW_EPISODE[:2], f"Quote: {FACES}", "End: Answer"], []
         script.answers = ["They know a face for years [1]."]
-        ranker = WordRanker(word)
-        config = EpisodeConfig(quote_ranker=ranker, relevant_quotes=None, evidence_declines=True)
+        ranker = WordRanker(word, evidence_margin=0.0)
+        config = EpisodeConfig(quote_ranker=ranker, relevant_quotes=None)
         events: list[TraceEvent] = []
         result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
         assert (question, "Crow", [FACES, decline_answer(question)]) in ranker.calls
@@ -175,8 +177,21 @@ async def test_declines_follow_the_evidence_the_ranker_finds(
     assert declined.answer == decline_answer(question) and declined.references == []
     assert declined.evidence == 0.0 and answering == []  # nothing sampled for it
     assert [(e.part, e.detail) for e in shaped] == [("evidence_decline", "best quote +0.00")]  # type: ignore[union-attr]
-    unjudged = EpisodeConfig(quote_ranker=WordRanker("genus"))  # off by default
-    script.commands = [*CROW_EPISODE[:2], f"Quote: {FACES}", "End: Answer"]
-    script.answers = ["They know a face for years [1]."]
-    result = await run_episode(0, web.session(), policy, question, unjudged)
-    assert result.evidence is None and result.answer == "They know a face for years [1]."
+    for unjudged in (
+        EpisodeConfig(quote_ranker=WordRanker("genus")),  # no margin recorded: no declines
+        EpisodeConfig(quote_ranker=WordRanker("genus", 0.0), evidence_declines=False),
+    ):
+        script.commands = [*CROW_EPISODE[:2], f"Quote: {FACES}", "End: Answer"]
+        script.answers = ["They know a face for years [1]."]
+        result = await run_episode(0, web.session(), policy, question, unjudged)
+        assert result.evidence is None and result.answer == "They know a face for years [1]."
+
+
+def test_the_episode_s_margin_overrides_the_ranker_s() -> None:
+    recorded, unrecorded = WordRanker("w", evidence_margin=-4.0), WordRanker("w")
+    assert EpisodeConfig(quote_ranker=recorded).decline_margin() == -4.0
+    assert EpisodeConfig(quote_ranker=recorded, evidence_margin=1.5).decline_margin() == 1.5
+    assert EpisodeConfig(quote_ranker=unrecorded).decline_margin() is None
+    assert EpisodeConfig(quote_ranker=unrecorded, evidence_margin=1.5).decline_margin() == 1.5
+    assert EpisodeConfig(quote_ranker=recorded, guided=False).decline_margin() is None
+    assert EpisodeConfig(evidence_margin=1.5).decline_margin() is None  # no ranker

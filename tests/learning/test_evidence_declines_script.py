@@ -13,6 +13,7 @@ class WordRanker:
     """Scores a sentence 1 where it holds the word, else 0: the decline never does."""
 
     name = "word-ranker"
+    evidence_margin: float | None = None
 
     def __init__(self, word: str) -> None:
         self.word = word

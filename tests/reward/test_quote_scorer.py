@@ -111,3 +111,38 @@ def test_bad_quote_rows_are_reported_and_skipped(tmp_path: Path) -> None:
         "quote_a must be a non-empty string",
         "title must be a string",
     ]
+
+
+async def test_a_margin_chosen_on_dev_is_recorded_in_the_ranker_s_manifest(
+    ranker_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scripts/evidence_declines.py --record writes it into the checkpoint's manifest and
+    each --also folder's; the files' digests still verify, and the loaded ranker offers it
+    to the episodes as their decline margin."""
+    import shutil
+    import sys
+
+    from tests.scripts import load_script
+    from webgpt.reward.manifest import load_reward_manifest
+
+    folder, also = tmp_path / "ranker", tmp_path / "adapter"
+    for copy in (folder, also):
+        shutil.copytree(ranker_checkpoint, copy)
+    unrecorded = QuoteScorer(folder)
+    assert unrecorded.evidence_margin is None  # trained without a margin
+    await unrecorded.aclose()
+    script = ["evidence_declines.py", "--ranker", str(folder), "--record", "-4.5"]
+    monkeypatch.setattr(sys, "argv", [*script, "--also", str(also)])
+    load_script("evidence_declines").main()
+    for copy in (folder, also):
+        manifest = load_reward_manifest(copy, verify=True)
+        assert manifest.metrics["evidence_margin"] == -4.5
+        assert (
+            manifest.metrics["offset"] == load_reward_manifest(ranker_checkpoint).metrics["offset"]
+        )
+        assert sorted(p.name for p in copy.iterdir()) == sorted(
+            p.name for p in ranker_checkpoint.iterdir()
+        )
+    recorded = QuoteScorer(folder)
+    assert recorded.evidence_margin == -4.5
+    await recorded.aclose()

@@ -70,20 +70,20 @@ def test_answer_rule_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_rules_reach_the_episode_as_the_environment_sets_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The question's own search and one ranked quote by default, declines by evidence off;
-    each one setting away (the grammars' own tests: tests/agent/test_quote_ranking.py,
-    tests/agent/test_queries.py)."""
+    """The question's own search, one ranked quote and declines by evidence at the ranker's
+    own margin by default; each one setting away (the grammars' own tests:
+    tests/agent/test_quote_ranking.py, tests/agent/test_queries.py)."""
     from webgpt.agent.episode import EpisodeConfig
 
     default = EpisodeConfig(**ServiceSettings().answer_rules())
     assert rule_settings(default) == rule_settings(EpisodeConfig())
-    assert rule_settings(default) == (1, False, 0.0, True)
+    assert rule_settings(default) == (1, True, None, True)
     monkeypatch.setenv("WEBGPT_RELEVANT_QUOTES", "0")
     monkeypatch.setenv("WEBGPT_QUESTION_SEARCH", "false")
-    monkeypatch.setenv("WEBGPT_EVIDENCE_DECLINES", "true")
+    monkeypatch.setenv("WEBGPT_EVIDENCE_DECLINES", "false")
     monkeypatch.setenv("WEBGPT_EVIDENCE_MARGIN", "1.5")
     config = EpisodeConfig(**ServiceSettings().answer_rules())
-    assert rule_settings(config) == (None, True, 1.5, False)
+    assert rule_settings(config) == (None, False, 1.5, False)
 
 
 def test_a_quote_ranker_picks_the_quotes_the_service_offers(  # type: ignore[no-untyped-def]
