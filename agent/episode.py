@@ -39,7 +39,7 @@ from webgpt.agent.grammar import (
 )
 from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
-from webgpt.agent.quote_ranking import QuoteRanker, evidence_margin, ranked_quotes
+from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead, ranked_quotes
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import (
     ActionEvent,
@@ -133,18 +133,19 @@ class EpisodeConfig:
     # Declines by evidence (docs/agent.md, "Declines by evidence"): with a quote ranker
     # trained with decline rows (`webgpt comparisons quotes --declines`), the answer is the
     # decline where no collected quote outscores the decline, scored as a sentence of its
-    # page, by more than evidence_margin (agent.quote_ranking.evidence_margin), and a cited
+    # page, by more than evidence_margin (agent.quote_ranking.evidence_lead), and a cited
     # answer otherwise: whether the quotes answer is the ranker's call, not a sampled
     # token's (the grounded declines above still run first). A ranker's scale is its own,
     # so its margin is chosen on dev (scripts/evidence_declines.py) and recorded in its
-    # checkpoint; evidence_margin overrides that. A ranker with no margin recorded (trained
-    # without decline rows) decides no declines unless given one here.
+    # checkpoint; evidence_margin overrides that. A ranker with no margin recorded (one
+    # trained without decline rows has none) decides no declines unless given one here.
     evidence_declines: bool = True
     evidence_margin: float | None = None
 
-    def decline_margin(self) -> float | None:
-        """The margin declines by evidence use: evidence_margin, else the quote ranker's
-        own; None where they are off or have none."""
+    def evidence_threshold(self) -> float | None:
+        """The margin the best quote's evidence lead must pass for an answer:
+        evidence_margin, else the quote ranker's own; None where declines by evidence are
+        off or have no margin."""
         if not (self.guided and self.evidence_declines) or self.quote_ranker is None:
             return None
         if self.evidence_margin is not None:
@@ -472,16 +473,14 @@ async def _drafted_answer(
             for page in session.quoted_pages.values()
         ]
         result.unshown = unshown_names(session.question, session.quotes, pages)
-    decline_margin = config.decline_margin()
-    if decline_margin is not None and config.quote_ranker is not None:
-        result.evidence = await evidence_margin(
-            config.quote_ranker, session.question, session.quotes
-        )
+    threshold = config.evidence_threshold()
+    if threshold is not None and config.quote_ranker is not None:
+        result.evidence = await evidence_lead(config.quote_ranker, session.question, session.quotes)
     if result.unshown and config.grounded_declines:
         await shaped("grounded_decline", ", ".join(result.unshown))
         branch = "decline"
-    elif decline_margin is not None and result.evidence is not None:
-        branch = "cited" if result.evidence > decline_margin else "decline"
+    elif threshold is not None and result.evidence is not None:
+        branch = "cited" if result.evidence > threshold else "decline"
         if branch == "decline":
             await shaped("evidence_decline", f"best quote {result.evidence:+.2f}")
     elif config.decline_threshold is not None:

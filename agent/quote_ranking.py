@@ -5,7 +5,7 @@ highest (reward.quote_scorer, `--quote-ranker`); without one, any sentence in vi
 It replaced a lexical rule (question words weighted by their rarity on the page), which it
 beat on dev (docs/agent.md, "Learned quote choice"). A ranker trained with decline rows
 can also decide declines by evidence: the decline, scored as one more sentence of a quoted
-page, against the quotes collected (`evidence_margin`; docs/agent.md, "Declines by
+page, against the quotes collected (`evidence_lead`; docs/agent.md, "Declines by
 evidence"): a ranker whose checkpoint records the margin chosen for it on dev decides them
 by default."""
 
@@ -23,8 +23,8 @@ class QuoteRanker(Protocol):
     @property
     def evidence_margin(self) -> float | None:
         """How far the best quote must score above the decline for an answer, chosen on dev
-        for this ranker (its checkpoint's `evidence_margin`); None: a ranker trained without
-        decline rows, which decides no declines."""
+        for this ranker (its checkpoint's `evidence_margin`); None: no margin recorded (a
+        ranker trained without decline rows has none), so it decides no declines."""
         ...
 
     async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
@@ -47,18 +47,18 @@ async def ranked_quotes(
     return [quotes[i] for i in sorted(best)]
 
 
-async def evidence_margin(
+async def evidence_lead(
     ranker: QuoteRanker, question: str, quotes: Sequence[CollectedQuote]
 ) -> float:
-    """How far the quote the ranker scores best as the answer passes the decline scored as a
+    """How far the quote the ranker scores best as the answer leads the decline scored as a
     sentence of the same page: at or below 0, no quote answers the question better than
     saying the pages do not. A ranker trained with decline rows (`webgpt comparisons quotes
     --declines`) learned where a decline belongs; the declines of agent.episode follow it."""
     decline = decline_answer(question)
-    margins = []
+    leads = []
     for quote in quotes:
         quote_score, decline_score = await ranker.rank(
             question, quote.title, [quote.extract, decline]
         )
-        margins.append(quote_score - decline_score)
-    return max(margins)
+        leads.append(quote_score - decline_score)
+    return max(leads)

@@ -254,13 +254,15 @@ def _gate_evaluation(
             target = PolicyTarget(version, url=args.policy_url, model=version)
         else:
             target = PolicyTarget(version, folder=registry.root / version)
+        ranked = dataclasses.replace(episode, quote_ranker=ranker())
+        setup["evidence_margin"] = ranked.evidence_threshold()  # the ranker's, as it decided
         report = asyncio.run(
             evaluate_target(
                 target,
                 questions,
                 store=args.store,
                 policy_key=args.policy_key,
-                episode=dataclasses.replace(episode, quote_ranker=ranker()),
+                episode=ranked,
                 session=session,
                 progress=progress_bar(sys.stderr),
             )

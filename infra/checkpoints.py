@@ -120,12 +120,16 @@ def record_metrics(folder: Path, metrics: dict[str, Any]) -> Manifest:
     evidence margin). Its files, and so their digests, stay as they are."""
     manifest = load_manifest(folder)
     manifest = replace(manifest, metrics={**manifest.metrics, **metrics})
-    staging = folder / f".{MANIFEST}.tmp"
-    with staging.open("w") as file:
-        file.write(manifest.to_json())
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(staging, folder / MANIFEST)
+    descriptor, staging = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=folder)
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(manifest.to_json())
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(staging, folder / MANIFEST)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
     fsync_dir(folder)
     return manifest
 

@@ -474,8 +474,8 @@ def _decline_comparisons(args: argparse.Namespace) -> int:
         outcomes = [o for path in args.episodes for o in recorded_outcomes(path)]
         found = list(episode_rows(outcomes, split=args.split, seed=args.seed))
     else:
-        store = OfflineWeb(args.store)
         ranker = load_quote_ranker(args.quote_ranker, print_progress)
+        store = OfflineWeb(args.store)
         try:
             generated = list(generate_questions(store, seed=args.seed))
             questions = pick_questions(generated, {args.split: args.questions}, args.seed)
@@ -512,8 +512,8 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
         raise ConfigurationError("--episodes makes decline rows: it needs --declines")
     written = [q for path in args.questions for q in load_questions(path, split="train")]
     recorded = [o for path in args.episodes for o in recorded_outcomes(path)]
-    store = OfflineWeb(args.store)
     ranker = load_quote_ranker(args.quote_ranker, print_progress) if args.declines else None
+    store = OfflineWeb(args.store)
     try:
         generated = list(generate_questions(store, seed=args.seed)) if args.generated else []
         picked = pick_questions(generated, {"train": args.generated}, args.seed)

@@ -11,8 +11,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
+from webgpt.infra.errors import CheckpointError
 from webgpt.reward.data import quote_text
-from webgpt.reward.manifest import EVIDENCE_MARGIN
+from webgpt.reward.manifest import EVIDENCE_MARGIN, is_margin
 from webgpt.reward.scorer import RewardScorer
 
 # A question and one sentence of at most 300 characters (agent.grammar.MAX_QUOTE_CHARS).
@@ -24,6 +25,10 @@ class QuoteScorer:
     def __init__(self, folder: Path, device: str | None = None) -> None:
         self._scorer = RewardScorer(folder, max_length=QUOTE_MAX_TOKENS, device=device)
         self._scores: OrderedDict[str, float] = OrderedDict()
+        margin = self._scorer.metrics.get(EVIDENCE_MARGIN)
+        if margin is not None and not is_margin(margin):
+            raise CheckpointError(f"{folder}: its {EVIDENCE_MARGIN} {margin!r} is not a number")
+        self._evidence_margin = None if margin is None else float(margin)
 
     @property
     def name(self) -> str:
@@ -32,8 +37,7 @@ class QuoteScorer:
     @property
     def evidence_margin(self) -> float | None:
         """The margin its manifest records for declines by evidence; None: none chosen."""
-        margin = self._scorer.metrics.get(EVIDENCE_MARGIN)
-        return None if margin is None else float(margin)
+        return self._evidence_margin
 
     async def rank(self, question: str, title: str, sentences: Sequence[str]) -> list[float]:
         """A score for each sentence as the quote answering question (higher: better)."""

@@ -4,14 +4,14 @@ grounded-decline rule and the policy's own choice.
 Reads `webgpt eval --json-out` files recorded with `--no-grounded-declines` (each outcome
 keeps its quotes and `unshown`, what the rule would have named), scores each quote and the
 decline as a sentence of the quote's page with a quote ranker
-(agent.quote_ranking.evidence_margin), and prints, per margin, what serving the decline
+(agent.quote_ranking.evidence_lead), and prints, per margin, what serving the decline
 where no quote passes it by more than the margin would give, alone and with the rule
 beside it. Evidence also turns the policy's own declines into cited answers where a quote
 passes the margin: those answers were never drafted, so they are counted apart as
 "unknown" (a full `webgpt eval --evidence-margin M` measures them). Choose the margin on
 dev; the sealed test is never read here. `--record M` then writes the chosen margin into
 the ranker's manifest (and into each `--also` folder's: the adapter a repository ships), so
-the episodes that load it use it (agent.episode.EpisodeConfig.decline_margin).
+the episodes that load it use it (agent.episode.EpisodeConfig.evidence_threshold).
 
     python scripts/evidence_declines.py --ranker RANKER_FOLDER EVAL.json [EVAL.json ...]
     python scripts/evidence_declines.py --ranker RANKER_FOLDER --record M [--also ADAPTER]
@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.declines import is_declined
-from webgpt.agent.quote_ranking import QuoteRanker, evidence_margin
+from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead
 from webgpt.browser.events import CollectedQuote
 from webgpt.browser.page import domain_of
 from webgpt.evals.evaluate import recorded_outcomes
-from webgpt.infra.checkpoints import record_metrics
-from webgpt.reward.manifest import EVIDENCE_MARGIN
+from webgpt.reward.manifest import is_margin, record_evidence_margin
 
 MARGINS = (-6.0, -5.0, -4.5, -4.0, -3.5, -3.0, -2.0, -1.0, 0.0)
 
@@ -40,7 +39,7 @@ async def margins(ranker: QuoteRanker, outcomes: list[dict[str, Any]]) -> list[f
         quotes = [
             CollectedQuote(**q, domain=domain_of(q["url"])) for q in outcome.get("quotes") or []
         ]
-        found.append(await evidence_margin(ranker, outcome["question"], quotes) if quotes else None)
+        found.append(await evidence_lead(ranker, outcome["question"], quotes) if quotes else None)
     return found
 
 
@@ -91,10 +90,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.record is not None:
-        for folder in [args.ranker, *args.also]:
-            record_metrics(folder, {EVIDENCE_MARGIN: args.record})
-            print(f"{folder}: evidence margin {args.record:+g}")
+        if args.evals:
+            parser.error("--record writes a margin and reads no eval file")
+        if not is_margin(args.record):
+            parser.error(f"--record {args.record}: give a finite number")
+        folders = [args.ranker, *args.also]
+        record_evidence_margin(folders, args.record)
+        print(f"evidence margin {args.record:+g} recorded in " + ", ".join(map(str, folders)))
         return
+    if args.also:
+        parser.error("--also names folders for --record")
     if not args.evals:
         parser.error("give the eval files to read, or --record M")
     from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when run

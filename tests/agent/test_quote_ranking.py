@@ -189,9 +189,9 @@ async def test_declines_follow_the_evidence_the_ranker_finds(
 
 def test_the_episode_s_margin_overrides_the_ranker_s() -> None:
     recorded, unrecorded = WordRanker("w", evidence_margin=-4.0), WordRanker("w")
-    assert EpisodeConfig(quote_ranker=recorded).decline_margin() == -4.0
-    assert EpisodeConfig(quote_ranker=recorded, evidence_margin=1.5).decline_margin() == 1.5
-    assert EpisodeConfig(quote_ranker=unrecorded).decline_margin() is None
-    assert EpisodeConfig(quote_ranker=unrecorded, evidence_margin=1.5).decline_margin() == 1.5
-    assert EpisodeConfig(quote_ranker=recorded, guided=False).decline_margin() is None
-    assert EpisodeConfig(evidence_margin=1.5).decline_margin() is None  # no ranker
+    assert EpisodeConfig(quote_ranker=recorded).evidence_threshold() == -4.0
+    assert EpisodeConfig(quote_ranker=recorded, evidence_margin=1.5).evidence_threshold() == 1.5
+    assert EpisodeConfig(quote_ranker=unrecorded).evidence_threshold() is None
+    assert EpisodeConfig(quote_ranker=unrecorded, evidence_margin=1.5).evidence_threshold() == 1.5
+    assert EpisodeConfig(quote_ranker=recorded, guided=False).evidence_threshold() is None
+    assert EpisodeConfig(evidence_margin=1.5).evidence_threshold() is None  # no ranker

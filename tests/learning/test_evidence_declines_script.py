@@ -1,7 +1,10 @@
 """scripts/evidence_declines.py: what declines by evidence would give on recorded outcomes."""
 
+import sys
 from collections.abc import Sequence
 from typing import Any
+
+import pytest
 
 from tests.scripts import load_script
 from webgpt.agent.declines import decline_answer
@@ -60,3 +63,24 @@ def test_figures_count_undrafted_answers_apart() -> None:
     # evidence serves the second (the policy declined it: unknown) and declines the third
     line = evidence.figures(outcomes, [False, False, True], {1})
     assert line == "1/2 (50.0%) +1 unknown | 0/2 (0.0%) | 1/1 (100.0%) | 0/0 (0.0%)"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--record", "-4", "eval.json"], "reads no eval file"),
+        (["--record", "nan"], "a finite number"),
+        (["--also", "adapter", "eval.json"], "--also names folders for --record"),
+        ([], "give the eval files"),
+    ],
+)
+def test_the_script_s_two_uses_are_kept_apart(
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["evidence_declines.py", "--ranker", "ranker", *argv])
+    with pytest.raises(SystemExit):
+        evidence.main()
+    assert message in capsys.readouterr().err
