@@ -154,22 +154,34 @@ def quote_ranker_folder(given: Path | None, progress: Progress) -> Path | None:
     return given
 
 
-def load_quote_ranker(given: Path | None, progress: Progress) -> "QuoteScorer | None":
-    """The quote ranker a command or setting names, loaded in this process (None: none);
-    the caller closes it. A QuoteScorer is an agent.quote_ranking.QuoteRanker that can
-    also score in the calling thread, for data written offline."""
+def load_quote_ranker(
+    given: Path | None, progress: Progress, url: str | None = None, api_key: str | None = None
+) -> "QuoteScorer | None":
+    """The quote ranker a command or setting names (None: none), loaded in this process, or
+    with url scoring on the vLLM pooling server there that serves it; the caller closes it.
+    A QuoteScorer is an agent.quote_ranking.QuoteRanker that can also score in the calling
+    thread, for data written offline."""
     if given is not None and importlib.util.find_spec("torch") is None:
-        raise ConfigurationError(
-            f"the quote ranker {str(given)!r} runs in this process and needs torch: install "
-            "webgpt[model] (the EXTRAS=model image), or turn it off with "
-            "WEBGPT_QUOTE_RANKER=none / --quote-ranker none"
-        )
+        if url is None:
+            raise ConfigurationError(
+                f"the quote ranker {str(given)!r} runs in this process and needs torch: "
+                "install webgpt[model] (the EXTRAS=model image), serve it on a vLLM pooling "
+                "server (WEBGPT_QUOTE_RANKER_URL), or turn it off with "
+                "WEBGPT_QUOTE_RANKER=none / --quote-ranker none"
+            )
+        shipped = reward_registry_dir() / DEFAULT_QUOTE_RANKER_VERSION
+        if given == Path(DEFAULT_QUOTE_RANKER) and not _existing(shipped):
+            raise ConfigurationError(
+                f"the shipped quote ranker is not prepared in {shipped}, and merging it "
+                "needs torch: run `webgpt model prepare` where torch is (the EXTRAS=model "
+                "image) on the same registry, or name the served checkpoint's folder"
+            )
     folder = quote_ranker_folder(given, progress)
     if folder is None:
         return None
-    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only when one is named
+    from webgpt.reward.quote_scorer import QuoteScorer  # torch: only in this process
 
-    return QuoteScorer(folder)
+    return QuoteScorer(folder, url=url, api_key=api_key)
 
 
 def _merge_shipped_reward_adapter(shipped: Path, target: Path, progress: Progress) -> None:

@@ -3,18 +3,24 @@ quotes`, then `webgpt train rm`) scores each sentence in view as the quote of an
 the question, and the Quote grammar offers the best (agent.quote_ranking).
 
 `QuoteScorer` satisfies agent.quote_ranking.QuoteRanker structurally (reward/ never imports
-agent/). An episode meets the same sentences again (a page seen twice, scrolled past and
+agent/). It scores in this process (reward.scorer, torch), or with a url on a vLLM pooling
+server serving the checkpoint (reward.remote: no torch here, so the slim service image can
+rank too). An episode meets the same sentences again (a page seen twice, scrolled past and
 back, best-of-n's episodes on one question), so scores are kept by text, a bounded number.
 """
 
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from webgpt.infra.errors import CheckpointError
 from webgpt.reward.data import quote_text
 from webgpt.reward.manifest import EVIDENCE_MARGIN, is_margin
-from webgpt.reward.scorer import RewardScorer
+
+if TYPE_CHECKING:
+    from webgpt.reward.remote import RemoteRewardScorer
+    from webgpt.reward.scorer import RewardScorer
 
 # A question and one sentence of at most 300 characters (agent.grammar.MAX_QUOTE_CHARS).
 QUOTE_MAX_TOKENS = 256
@@ -22,8 +28,29 @@ CACHED_SCORES = 8192
 
 
 class QuoteScorer:
-    def __init__(self, folder: Path, device: str | None = None) -> None:
-        self._scorer = RewardScorer(folder, max_length=QUOTE_MAX_TOKENS, device=device)
+    def __init__(
+        self,
+        folder: Path,  # the checkpoint; with url, only its manifest is read
+        device: str | None = None,
+        *,
+        url: str | None = None,  # a vLLM pooling server's base URL serving the checkpoint
+        api_key: str | None = None,
+    ) -> None:
+        self._local: RewardScorer | None = None
+        self._remote: RemoteRewardScorer | None = None
+        if url is None:
+            from webgpt.reward import scorer  # torch: only in this process
+
+            self._local = scorer.RewardScorer(folder, max_length=QUOTE_MAX_TOKENS, device=device)
+        else:
+            from webgpt.reward import remote
+
+            self._remote = remote.RemoteRewardScorer(
+                url, folder, api_key=api_key, max_length=QUOTE_MAX_TOKENS
+            )
+        either = self._local or self._remote
+        assert either is not None
+        self._scorer: RewardScorer | RemoteRewardScorer = either
         self._scores: OrderedDict[str, float] = OrderedDict()
         margin = self._scorer.metrics.get(EVIDENCE_MARGIN)
         if margin is not None and not is_margin(margin):
@@ -45,7 +72,7 @@ class QuoteScorer:
         scores = {text: self._scores[text] for text in texts if text in self._scores}
         new = [text for text in dict.fromkeys(texts) if text not in scores]
         if new:
-            scores.update(zip(new, await self._scorer.score_in_thread(new), strict=True))
+            scores.update(zip(new, await self._score(new), strict=True))
         for text, score in scores.items():  # the most recently used last
             self._scores[text] = score
             self._scores.move_to_end(text)
@@ -55,10 +82,18 @@ class QuoteScorer:
 
     def best(self, question: str, title: str, sentences: Sequence[str]) -> str:
         """The sentence scored highest as the quote answering question (of equals, the
-        first), scored in the calling thread: for data written offline."""
+        first), scored in the calling thread: for data written offline, in this process."""
+        if self._local is None:
+            raise CheckpointError("a quote ranker on a server scores asynchronously: use rank")
         texts = [quote_text(question, title, sentence) for sentence in sentences]
-        scores = self._scorer.score_texts(texts)
+        scores = self._local.score_texts(texts)
         return sentences[max(range(len(sentences)), key=lambda i: (scores[i], -i))]
+
+    async def _score(self, texts: list[str]) -> list[float]:
+        if self._remote is not None:
+            return await self._remote.score_texts(texts)
+        assert self._local is not None
+        return await self._local.score_in_thread(texts)
 
     async def aclose(self) -> None:
         await self._scorer.aclose()

@@ -46,6 +46,7 @@ class RemoteRewardScorer:
         manifest = load_reward_manifest(checkpoint)
         self.version = manifest.version
         self.offset = float(manifest.metrics.get("offset", 0.0))
+        self.metrics = manifest.metrics
         self.url = base_url.rstrip("/").removesuffix("/v1") + "/classify"
         self.max_length = max_length
         self.batch_size = batch_size

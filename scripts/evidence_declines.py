@@ -29,7 +29,7 @@ from webgpt.browser.page import domain_of
 from webgpt.evals.evaluate import recorded_outcomes
 from webgpt.reward.manifest import is_margin, record_evidence_margin
 
-MARGINS = (-6.0, -5.0, -4.5, -4.0, -3.5, -3.0, -2.0, -1.0, 0.0)
+MARGINS = [-8.0, -7.0, -6.0, -5.5, -5.0, -4.5, -4.0, -3.5, -3.0, -2.5, -2.0, -1.0, 0.0, 1.0]
 
 
 async def margins(ranker: QuoteRanker, outcomes: list[dict[str, Any]]) -> list[float | None]:
@@ -83,6 +83,9 @@ def main() -> None:
     parser.add_argument("--ranker", type=Path, required=True, help="quote ranker folder")
     parser.add_argument("evals", type=Path, nargs="*", help="webgpt eval --json-out files")
     parser.add_argument(
+        "--margins", type=float, nargs="+", default=MARGINS, help="the margins to print"
+    )
+    parser.add_argument(
         "--record", type=float, metavar="M", help="write margin M into the ranker's manifest"
     )
     parser.add_argument(
@@ -114,7 +117,7 @@ def main() -> None:
     print(f"policy alone | {figures(outcomes, policy, set())}")
     by_rule = [p or r for p, r in zip(policy, rule, strict=True)]
     print(f"grounded-decline rule | {figures(outcomes, by_rule, set())}")
-    for margin in MARGINS:
+    for margin in args.margins:
         evidence = [p if m is None else m <= margin for p, m in zip(policy, found, strict=True)]
         unknown = {i for i, (p, e) in enumerate(zip(policy, evidence, strict=True)) if p and not e}
         with_rule = [e or r for e, r in zip(evidence, rule, strict=True)]

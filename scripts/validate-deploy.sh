@@ -9,11 +9,12 @@ VENV=.venv/bin
 echo "hadolint: deploy/*.Dockerfile"
 "$VENV/hadolint" deploy/*.Dockerfile
 
-echo "compose: deploy/docker-compose.yml (+ docker-compose.reward.yml)"
+echo "compose: deploy/docker-compose.yml (+ each override: reward, quote ranker)"
 export WEBGPT_API_KEYS=validate SEARXNG_SECRET=validate REWARD_VERSION=validate
-export POSTGRES_PASSWORD=validate
+export POSTGRES_PASSWORD=validate QUOTE_RANKER_VERSION=validate
 docker-compose -f deploy/docker-compose.yml config -q
 docker-compose -f deploy/docker-compose.yml -f deploy/docker-compose.reward.yml config -q
+docker-compose -f deploy/docker-compose.yml -f deploy/docker-compose.quote-ranker.yml config -q
 
 echo "kubernetes: deploy/k8s/**/*.yaml (overlay patches are partial: checked as built)"
 mapfile -t patches < <(for k in deploy/k8s/*/kustomization.yaml; do

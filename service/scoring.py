@@ -68,12 +68,23 @@ def build_decline_judge(settings: ServiceSettings) -> Scorer | None:
 
 def build_quote_ranker(settings: ServiceSettings) -> QuoteRanker | None:
     """The quote ranker the settings name (`default`: the shipped one, prepared now if it is
-    not yet), loaded in this process at start; None when it is off, or for a chat policy,
-    whose tool calls carry no grammar for it to narrow."""
+    not yet), loaded at start in this process or on its vLLM pooling server
+    (WEBGPT_QUOTE_RANKER_URL); None when it is off, or for a chat policy, whose tool calls
+    carry no grammar for it to narrow."""
+    if settings.quote_ranker is None and settings.quote_ranker_url is not None:
+        raise ConfigurationError(
+            "WEBGPT_QUOTE_RANKER_URL needs a quote ranker: WEBGPT_QUOTE_RANKER is none; set "
+            "it to the served checkpoint's folder, whose manifest gives its version (or to "
+            "default, the shipped one)"
+        )
     if settings.policy_format == "chat":
         return None
+    key = settings.quote_ranker_key.get_secret_value() if settings.quote_ranker_key else None
     return load_quote_ranker(
-        settings.quote_ranker, lambda step: log_event("quote_ranker_prepare", "default", step)
+        settings.quote_ranker,
+        lambda step: log_event("quote_ranker_prepare", "default", step),
+        settings.quote_ranker_url,
+        key,
     )
 
 

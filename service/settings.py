@@ -99,6 +99,11 @@ class ServiceSettings(Settings):
     # process at start; `none`: off. A Quote for a question asking for no explanation takes
     # only the relevant_quotes sentences in view it scores highest (0: any).
     quote_ranker: Path | None = Path(DEFAULT_QUOTE_RANKER)
+    # Set: the quote ranker scores on this vLLM pooling server (reward.remote, no torch in
+    # the service), which serves the checkpoint quote_ranker names under its version;
+    # only that checkpoint's manifest is read here.
+    quote_ranker_url: str | None = None
+    quote_ranker_key: SecretStr | None = None
     relevant_quotes: int = Field(default=1, ge=0, le=100)
     # docs/questions.md, "The question's own search", on by default: an episode's first
     # Search is the question's own words.

@@ -195,3 +195,20 @@ def test_the_episode_s_margin_overrides_the_ranker_s() -> None:
     assert EpisodeConfig(quote_ranker=unrecorded, evidence_margin=1.5).evidence_threshold() == 1.5
     assert EpisodeConfig(quote_ranker=recorded, guided=False).evidence_threshold() is None
     assert EpisodeConfig(evidence_margin=1.5).evidence_threshold() is None  # no ranker
+
+
+def test_without_torch_a_ranker_needs_a_server_and_the_shipped_one_its_prepared_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from webgpt.agent import model
+    from webgpt.agent.errors import ConfigurationError
+
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path))  # nothing prepared
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ConfigurationError, match="WEBGPT_QUOTE_RANKER_URL"):
+        model.load_quote_ranker(Path("default"), print)
+    with pytest.raises(ConfigurationError, match=r"not prepared.*webgpt model prepare"):
+        model.load_quote_ranker(Path("default"), print, url="http://127.0.0.1:9/v1")
+    assert model.load_quote_ranker(None, print, url="http://127.0.0.1:9/v1") is None

@@ -175,14 +175,17 @@ def test_blank_reward_settings_mean_the_default_and_none_means_none(
 
 
 @pytest.mark.slow  # starts a process
-def test_scoring_on_a_reward_server_needs_no_torch(reward_checkpoint: Path) -> None:
-    """The slim service image has no torch: the remote path must not import it."""
+def test_scoring_on_pooling_servers_needs_no_torch(reward_checkpoint: Path) -> None:
+    """The slim service image has no torch: neither the reward model's nor the quote
+    ranker's remote path may import it."""
+    folder = f"Path({str(reward_checkpoint)!r})"
     code = (
-        "import sys; from pathlib import Path; from service.scoring import build_scorer; "
-        "from service.settings import ServiceSettings; "
-        f"s = build_scorer(ServiceSettings(reward_model=Path({str(reward_checkpoint)!r}), "
-        "reward_url='http://127.0.0.1:9/v1')); "
-        "assert s.name == 'rm-bon'; assert 'torch' not in sys.modules, 'torch imported'"
+        "import sys; from pathlib import Path; "
+        "from service.scoring import build_quote_ranker, build_scorer; "
+        "from service.settings import ServiceSettings; url = 'http://127.0.0.1:9/v1'; "
+        f"s = build_scorer(ServiceSettings(reward_model={folder}, reward_url=url)); "
+        f"r = build_quote_ranker(ServiceSettings(quote_ranker={folder}, quote_ranker_url=url)); "
+        "assert s.name == r.name == 'rm-bon'; assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -194,6 +197,60 @@ def test_a_reward_url_without_its_checkpoint_is_refused() -> None:
 
     with pytest.raises(ConfigurationError, match="WEBGPT_REWARD_MODEL"):
         build_scorer(ServiceSettings(reward_model="none", reward_url="http://127.0.0.1:9/v1"))
+
+
+async def test_a_quote_ranker_on_a_pooling_server_ranks_as_in_process(
+    classify: tuple[str, ClassifyScript], reward_checkpoint: Path
+) -> None:
+    """QuoteScorer with a url: the same scores as in this process, asked of the server by
+    the checkpoint's version, cut from the left at the ranker's length."""
+    from webgpt.reward.quote_scorer import QUOTE_MAX_TOKENS, QuoteScorer
+
+    url, script = classify
+    sentences = [answer(150, color) for color in COLORS]
+    local, remote = QuoteScorer(reward_checkpoint), QuoteScorer(reward_checkpoint, url=url)
+    try:
+        expected = await local.rank("what color is the sky", "Sky notes", sentences)
+        scores = await remote.rank("what color is the sky", "Sky notes", sentences)
+        assert scores == pytest.approx(expected, abs=1e-5)
+        assert remote.name == "rm-bon" and remote.evidence_margin is None
+        assert [r["truncate_prompt_tokens"] for r in script.requests] == [QUOTE_MAX_TOKENS]
+        with pytest.raises(CheckpointError, match="use rank"):
+            remote.best("what color is the sky", "Sky notes", sentences)
+    finally:
+        await local.aclose()
+        await remote.aclose()
+
+
+def test_service_quote_choice_on_a_pooling_server(
+    service_url: Callable[..., Any],
+    script: Script,
+    classify: tuple[str, ClassifyScript],
+    reward_checkpoint: Path,
+) -> None:
+    """WEBGPT_QUOTE_RANKER_URL: the service's quote ranker scores on the server, and the
+    answer names the version it served."""
+    url, classify_script = classify
+    script.answers = ["Crows remember faces for years [1]."]
+    with service_url(quote_ranker=reward_checkpoint, quote_ranker_url=url) as base:
+        response = httpx.post(
+            f"{base}/answer", json={"question": "Do crows remember human faces?"}, timeout=60
+        )
+    assert response.status_code == 200, response.text
+    assert response.json()["versions"]["quote_ranker"] == "rm-bon"
+    assert classify_script.requests and all(
+        r["model"] == "rm-bon" for r in classify_script.requests
+    )
+
+
+def test_a_quote_ranker_url_without_its_checkpoint_is_refused() -> None:
+    from webgpt.agent.errors import ConfigurationError
+    from webgpt.service.scoring import build_quote_ranker
+    from webgpt.service.settings import ServiceSettings
+
+    settings = ServiceSettings(quote_ranker="none", quote_ranker_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigurationError, match="WEBGPT_QUOTE_RANKER is none"):
+        build_quote_ranker(settings)
 
 
 @pytest.mark.slow
