@@ -161,20 +161,21 @@ def load_quote_ranker(
     with url scoring on the vLLM pooling server there that serves it; the caller closes it.
     A QuoteScorer is an agent.quote_ranking.QuoteRanker that can also score in the calling
     thread, for data written offline."""
-    if given is not None and importlib.util.find_spec("torch") is None:
+    if given is not None and not _torch_installed():
         if url is None:
             raise ConfigurationError(
                 f"the quote ranker {str(given)!r} runs in this process and needs torch: "
-                "install webgpt[model] (the EXTRAS=model image), serve it on a vLLM pooling "
-                "server (WEBGPT_QUOTE_RANKER_URL), or turn it off with "
-                "WEBGPT_QUOTE_RANKER=none / --quote-ranker none"
+                "install webgpt[model] (the EXTRAS=model image), or turn it off with "
+                "WEBGPT_QUOTE_RANKER=none / --quote-ranker none (`webgpt serve` can score "
+                "it on a vLLM pooling server instead: WEBGPT_QUOTE_RANKER_URL)"
             )
         shipped = reward_registry_dir() / DEFAULT_QUOTE_RANKER_VERSION
         if given == Path(DEFAULT_QUOTE_RANKER) and not _existing(shipped):
             raise ConfigurationError(
                 f"the shipped quote ranker is not prepared in {shipped}, and merging it "
-                "needs torch: run `webgpt model prepare` where torch is (the EXTRAS=model "
-                "image) on the same registry, or name the served checkpoint's folder"
+                "needs torch: name the folder the pooling server serves (in compose and "
+                "k8s /registry/reward/<version>), or run `webgpt model prepare` where torch "
+                "is with the same WEBGPT_HOME"
             )
     folder = quote_ranker_folder(given, progress)
     if folder is None:
@@ -182,6 +183,10 @@ def load_quote_ranker(
     from webgpt.reward.quote_scorer import QuoteScorer  # torch: only in this process
 
     return QuoteScorer(folder, url=url, api_key=api_key)
+
+
+def _torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
 
 
 def _merge_shipped_reward_adapter(shipped: Path, target: Path, progress: Progress) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from webgpt.infra.errors import CheckpointError
 from webgpt.reward.data import quote_text
-from webgpt.reward.manifest import EVIDENCE_MARGIN, is_margin
+from webgpt.reward.manifest import EVIDENCE_MARGIN, is_margin, load_reward_manifest
 
 if TYPE_CHECKING:
     from webgpt.reward.remote import RemoteRewardScorer
@@ -36,6 +36,11 @@ class QuoteScorer:
         url: str | None = None,  # a vLLM pooling server's base URL serving the checkpoint
         api_key: str | None = None,
     ) -> None:
+        # checked before a model or a client is made, so an error leaves nothing to close
+        margin = load_reward_manifest(folder).metrics.get(EVIDENCE_MARGIN)
+        if margin is not None and not is_margin(margin):
+            raise CheckpointError(f"{folder}: its {EVIDENCE_MARGIN} {margin!r} is not a number")
+        self._evidence_margin = None if margin is None else float(margin)
         self._local: RewardScorer | None = None
         self._remote: RemoteRewardScorer | None = None
         if url is None:
@@ -46,16 +51,12 @@ class QuoteScorer:
             from webgpt.reward import remote
 
             self._remote = remote.RemoteRewardScorer(
-                url, folder, api_key=api_key, max_length=QUOTE_MAX_TOKENS
+                url, folder, api_key=api_key, max_length=QUOTE_MAX_TOKENS, role="quote ranker"
             )
         either = self._local or self._remote
         assert either is not None
         self._scorer: RewardScorer | RemoteRewardScorer = either
         self._scores: OrderedDict[str, float] = OrderedDict()
-        margin = self._scorer.metrics.get(EVIDENCE_MARGIN)
-        if margin is not None and not is_margin(margin):
-            raise CheckpointError(f"{folder}: its {EVIDENCE_MARGIN} {margin!r} is not a number")
-        self._evidence_margin = None if margin is None else float(margin)
 
     @property
     def name(self) -> str:

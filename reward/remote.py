@@ -42,11 +42,12 @@ class RemoteRewardScorer:
         retries: int = 2,  # of requests the server did not process (infra.retry)
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        role: str = "reward model",  # what errors call it: "the <role> server"
     ) -> None:
         manifest = load_reward_manifest(checkpoint)
         self.version = manifest.version
         self.offset = float(manifest.metrics.get("offset", 0.0))
-        self.metrics = manifest.metrics
+        self.role = role
         self.url = base_url.rstrip("/").removesuffix("/v1") + "/classify"
         self.max_length = max_length
         self.batch_size = batch_size
@@ -102,11 +103,11 @@ class RemoteRewardScorer:
             raise RewardServerError(f"{self.url} did not answer in time") from None
         except httpx.HTTPError as error:
             raise RewardServerError(
-                f"cannot reach the reward server at {self.url}: {error}"
+                f"cannot reach the {self.role} server at {self.url}: {error}"
             ) from None
         if response.status_code != 200:
             raise RewardServerError(
-                f"the reward server answered {response.status_code}: {_message(response)}"
+                f"the {self.role} server answered {response.status_code}: {_message(response)}"
             )
         return response
 

@@ -33,7 +33,6 @@ class RewardScorer:
         manifest = load_reward_manifest(folder, verify=True)
         self.version = manifest.version
         self.offset = float(manifest.metrics.get("offset", 0.0))
-        self.metrics = manifest.metrics
         self.max_length = max_length
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -29,7 +29,7 @@ from webgpt.browser.page import domain_of
 from webgpt.evals.evaluate import recorded_outcomes
 from webgpt.reward.manifest import is_margin, record_evidence_margin
 
-MARGINS = [-8.0, -7.0, -6.0, -5.5, -5.0, -4.5, -4.0, -3.5, -3.0, -2.5, -2.0, -1.0, 0.0, 1.0]
+MARGINS = (-8.0, -7.0, -6.0, -5.5, -5.0, -4.5, -4.0, -3.5, -3.0, -2.5, -2.0, -1.0, 0.0, 1.0)
 
 
 async def margins(ranker: QuoteRanker, outcomes: list[dict[str, Any]]) -> list[float | None]:
@@ -83,7 +83,10 @@ def main() -> None:
     parser.add_argument("--ranker", type=Path, required=True, help="quote ranker folder")
     parser.add_argument("evals", type=Path, nargs="*", help="webgpt eval --json-out files")
     parser.add_argument(
-        "--margins", type=float, nargs="+", default=MARGINS, help="the margins to print"
+        "--margins",
+        type=lambda text: tuple(float(m) for m in text.split(",")),
+        default=MARGINS,
+        help="the margins to print, comma-separated (--margins=-5,-4.5)",
     )
     parser.add_argument(
         "--record", type=float, metavar="M", help="write margin M into the ranker's manifest"

@@ -101,6 +101,13 @@ async def probe(scorer: Scorer) -> None:
         raise ValueError(f"the reward model returned {score}")
 
 
+async def probe_quote_ranker(ranker: QuoteRanker) -> None:
+    """Raise unless the ranker scores a probe sentence to a finite number."""
+    [score] = await ranker.rank(PROBE.question, "ready?", [PROBE.answer])
+    if not math.isfinite(score):
+        raise ValueError(f"the quote ranker returned {score}")
+
+
 def scorer_slot(scorer: Scorer | None) -> Slot[Scorer]:
     """The slot answers take their scorer from; a replaced scorer is closed when drained."""
     return Slot(scorer, retire=lambda old: old.aclose())

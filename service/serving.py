@@ -56,6 +56,7 @@ from webgpt.service.scoring import (
     bring_up_scorer,
     prepare_shipped,
     probe,
+    probe_quote_ranker,
     scorer_for,
     scorer_slot,
 )
@@ -406,6 +407,8 @@ class AnswerService:
         at_start = self.reward_on_first_use is None and self.settings.reward_model is not None
         if at_start or self.scorers.current is not None:
             checks["reward"] = await _checked(self._reward_ready)
+        if self.quote_ranker is not None:  # on its own server it can be down or another version
+            checks["quote_ranker"] = await _checked(self._quote_ranker_ready)
         return checks
 
     async def _policy_ready(self) -> ReadyCheck:
@@ -427,6 +430,15 @@ class AnswerService:
                 return ReadyCheck(
                     ok=False, detail=f"the reward model failed: {public_message(error)}"
                 )
+        return ReadyCheck(ok=True)
+
+    async def _quote_ranker_ready(self) -> ReadyCheck:
+        assert self.quote_ranker is not None
+        try:
+            await probe_quote_ranker(self.quote_ranker)
+        except Exception as error:  # any failure of the ranker means not ready
+            logger.warning("quote ranker readiness check failed", exc_info=error)
+            return ReadyCheck(ok=False, detail=f"the quote ranker failed: {public_message(error)}")
         return ReadyCheck(ok=True)
 
     async def _database_ready(self) -> ReadyCheck:
@@ -508,9 +520,9 @@ class AnswerService:
         if self.reward_on_first_use is not None:
             await self.reward_on_first_use.aclose()
         await self.scorers.aclose()
-        for model_in_process in (self.decline_judge, self.quote_ranker):
-            if model_in_process is not None:
-                await model_in_process.aclose()
+        for model in (self.decline_judge, self.quote_ranker):
+            if model is not None:
+                await model.aclose()
         await self.demonstrations.aclose()
         await self.mcp_sessions.aclose()
         await self.web.aclose()

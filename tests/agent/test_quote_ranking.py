@@ -119,24 +119,22 @@ def test_a_factoid_is_narrowed_only_with_a_ranker_and_an_explanation_never() -> 
 
 
 def test_a_ranker_named_where_torch_is_missing_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The slim service image has no torch: a ranker named there says how to turn it off,
-    before any weights are prepared."""
-    import importlib.util
-
+    before any weights are prepared; on a pooling server the shipped one must have been
+    prepared where torch is, and the error says where it looked."""
+    from webgpt.agent import model
     from webgpt.agent.errors import ConfigurationError
-    from webgpt.agent.model import load_quote_ranker
 
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *rest: None if name == "torch" else find_spec(name, *rest),
-    )
+    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path))  # nothing prepared
+    monkeypatch.setattr(model, "_torch_installed", lambda: False)
     with pytest.raises(ConfigurationError, match="WEBGPT_QUOTE_RANKER=none"):
-        load_quote_ranker(Path("default"), print)
-    assert load_quote_ranker(None, print) is None
+        model.load_quote_ranker(Path("default"), print)
+    assert model.load_quote_ranker(None, print) is None
+    with pytest.raises(ConfigurationError, match=r"not prepared.*/registry/reward/<version>"):
+        model.load_quote_ranker(Path("default"), print, url="http://127.0.0.1:9/v1")
+    assert model.load_quote_ranker(None, print, url="http://127.0.0.1:9/v1") is None
 
 
 def test_a_ranker_folder_that_is_no_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
@@ -195,20 +193,3 @@ def test_the_episode_s_margin_overrides_the_ranker_s() -> None:
     assert EpisodeConfig(quote_ranker=unrecorded, evidence_margin=1.5).evidence_threshold() == 1.5
     assert EpisodeConfig(quote_ranker=recorded, guided=False).evidence_threshold() is None
     assert EpisodeConfig(evidence_margin=1.5).evidence_threshold() is None  # no ranker
-
-
-def test_without_torch_a_ranker_needs_a_server_and_the_shipped_one_its_prepared_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import importlib.util
-
-    from webgpt.agent import model
-    from webgpt.agent.errors import ConfigurationError
-
-    monkeypatch.setenv("WEBGPT_HOME", str(tmp_path))  # nothing prepared
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ConfigurationError, match="WEBGPT_QUOTE_RANKER_URL"):
-        model.load_quote_ranker(Path("default"), print)
-    with pytest.raises(ConfigurationError, match=r"not prepared.*webgpt model prepare"):
-        model.load_quote_ranker(Path("default"), print, url="http://127.0.0.1:9/v1")
-    assert model.load_quote_ranker(None, print, url="http://127.0.0.1:9/v1") is None

@@ -114,7 +114,7 @@ async def test_failures_are_reward_server_errors(
 
     closed = f"http://127.0.0.1:{free_port()}/v1"
     remote = RemoteRewardScorer(closed, reward_checkpoint, retries=1, backoff_s=0.01)
-    with pytest.raises(RewardServerError, match="cannot reach the reward server"):
+    with pytest.raises(RewardServerError, match="cannot reach the reward model server"):
         await _scores(remote, ["a"])
 
 
@@ -229,18 +229,31 @@ def test_service_quote_choice_on_a_pooling_server(
     reward_checkpoint: Path,
 ) -> None:
     """WEBGPT_QUOTE_RANKER_URL: the service's quote ranker scores on the server, and the
-    answer names the version it served."""
+    answer names the version it served; a server serving another version leaves the
+    service not ready, saying so."""
     url, classify_script = classify
     script.answers = ["Crows remember faces for years [1]."]
     with service_url(quote_ranker=reward_checkpoint, quote_ranker_url=url) as base:
+        ready = httpx.get(f"{base}/readyz")
         response = httpx.post(
             f"{base}/answer", json={"question": "Do crows remember human faces?"}, timeout=60
         )
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["checks"]["quote_ranker"]["ok"] is True
     assert response.status_code == 200, response.text
     assert response.json()["versions"]["quote_ranker"] == "rm-bon"
     assert classify_script.requests and all(
         r["model"] == "rm-bon" for r in classify_script.requests
     )
+    other = ClassifyScript(reward_checkpoint, served_name="quotes-other")
+    with (
+        serve(fake_vllm_classify_app(other)) as other_url,
+        service_url(quote_ranker=reward_checkpoint, quote_ranker_url=other_url + "/v1") as base,
+    ):
+        unready = httpx.get(f"{base}/readyz")
+    assert unready.status_code == 503
+    check = unready.json()["checks"]["quote_ranker"]
+    assert check["ok"] is False and "quote ranker" in check["detail"]
 
 
 def test_a_quote_ranker_url_without_its_checkpoint_is_refused() -> None:
