@@ -133,7 +133,7 @@ class EpisodeConfig:
     # Declines by evidence (docs/agent.md, "Declines by evidence"): with a quote ranker
     # trained with decline rows (`webgpt comparisons quotes --declines`), the answer is the
     # decline where no collected quote outscores the decline, scored as a sentence of its
-    # page, by more than evidence_margin (agent.quote_ranking.evidence_lead), and a cited
+    # page, by more than the margin (agent.quote_ranking.evidence_lead), and a cited
     # answer otherwise: whether the quotes answer is the ranker's call, not a sampled
     # token's (the grounded declines above still run first). A ranker's scale is its own,
     # so its margin is chosen on dev (scripts/evidence_declines.py) and recorded in its
