@@ -113,7 +113,10 @@ class RewardModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Rewards of a right-padded batch: input_ids (batch, length) -> (batch,)."""
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        # use_cache=False: one forward pass reads the whole text, so a KV cache is only work
+        hidden = self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        ).last_hidden_state
         # hidden: (batch, length, hidden_size); the last real token of each row
         last = attention_mask.sum(dim=1) - 1
         final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]

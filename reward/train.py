@@ -29,6 +29,8 @@ from webgpt.reward.data import QuestionGroup, group_by_question, iter_batches, l
 from webgpt.reward.errors import DataError
 from webgpt.reward.model import RewardModel, pairwise_loss, tokenize
 
+PROGRESS_STEPS = 100  # a line of progress every this many steps
+
 
 @dataclass
 class TrainResult:
@@ -165,10 +167,11 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     step_losses: list[float] = []
     history: list[dict[str, float]] = []
     best_accuracy, best_shadow, stale = -1.0, copy.deepcopy(ema.shadow), 0
+    steps = math.ceil(len(train_groups) / config.questions_per_batch)
     for epoch in range(config.epochs):
         rng.shuffle(train_groups)
         epoch_losses: list[float] = []
-        for batch in iter_batches(train_groups, config.questions_per_batch):
+        for step, batch in enumerate(iter_batches(train_groups, config.questions_per_batch), 1):
             loss, *_ = _batch_loss(model, tokenizer, batch, config.max_length, accelerator.device)
             accelerator.backward(loss)
             optimizer.step()
@@ -176,6 +179,9 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
             ema.update(accelerator.unwrap_model(model))
             step_losses.append(loss.detach().item())
             epoch_losses.append(loss.detach().item())
+            if step % PROGRESS_STEPS == 0 and step < steps:  # an hour-long epoch says where it is
+                recent = epoch_losses[-PROGRESS_STEPS:]
+                log(f"epoch {epoch + 1}, step {step}/{steps}: loss {sum(recent) / len(recent):.4f}")
         # Evaluate the EMA weights: they are what the checkpoint will hold.
         live = copy.deepcopy(accelerator.unwrap_model(model).state_dict())
         ema.copy_to(accelerator.unwrap_model(model))

@@ -2,6 +2,7 @@
 preference (an answer that says the sky is blue beats one that names another colour)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,13 @@ def test_ema_averages_weights() -> None:
 
 
 @pytest.mark.slow  # trains
-def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
+def test_lora_training_saves_a_plain_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It also says where an epoch is as it goes (every PROGRESS_STEPS steps)."""
+    from webgpt.reward import train
+
+    monkeypatch.setattr(train, "PROGRESS_STEPS", 2)
     backbone = build_tiny_backbone(tmp_path / "backbone")
     comparisons = tmp_path / "c.jsonl"
     write_comparisons(comparisons, stories=10)
@@ -121,9 +128,16 @@ def test_lora_training_saves_a_plain_checkpoint(tmp_path: Path) -> None:
         learning_rate=1e-2,
         lora_rank=2,
         max_length=64,
+        questions_per_batch=2,
     )
-    result = train_reward_model(config, log=lambda _: None)
+    logged: list[str] = []
+    result = train_reward_model(config, log=logged.append)
     assert all(torch.isfinite(torch.tensor(result.step_losses)))
+    progress = [line for line in logged if ", step " in line]
+    assert progress and all(
+        re.fullmatch(r"epoch 1, step \d+/\d+: loss \d+\.\d{4}", line) for line in progress
+    )
+    assert progress[0].startswith("epoch 1, step 2/")
     files = {p.name for p in result.checkpoint.iterdir()}
     assert {"config.json", "model.safetensors", "manifest.json"} <= files
     config = json.loads((result.checkpoint / "config.json").read_text())
