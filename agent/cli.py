@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult
-from webgpt.agent.episode import EpisodeConfig, answer_temperature
+from webgpt.agent.episode import REWRITES, EpisodeConfig, answer_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
     DEFAULT_REWARD,
@@ -104,6 +104,15 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         '(docs/questions.md, "A decline threshold")',
     )
     parser.add_argument(
+        "--no-rewrite",
+        action="append",
+        choices=sorted(REWRITES),
+        default=[],
+        metavar="PART",
+        help="repeatable: leave out this rewrite of the policy's draft, to measure its worth "
+        f'on against off ({", ".join(sorted(REWRITES))}; docs/agent.md, "Hand rules")',
+    )
+    parser.add_argument(
         "--decline-judge",
         type=Path,
         default=None,
@@ -160,6 +169,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "relevant_quotes": args.relevant_quotes or None,
         "question_search": args.question_search,
         "judge_margin": args.judge_margin,
+        "rewrites": REWRITES - set(args.no_rewrite),
     }
 
 

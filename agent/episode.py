@@ -74,6 +74,13 @@ SHAPING_PARTS = {
     "degenerate_retry": "written again a sentence a quote (it was degenerate)",
     "degenerate_decline": "declined: its drafts were degenerate",
 }
+# The parts that write the policy's draft again under guided decoding, each of which can be
+# left out (EpisodeConfig.rewrites) so that its worth is measured on against off
+# (docs/agent.md, "Hand rules"). Without degenerate_retry a degenerate answer is declined
+# at once: it is never served.
+REWRITES = frozenset(
+    {"bounded_retry", "by_quote", "reopened", "sentence_a_quote", "completed", "degenerate_retry"}
+)
 
 
 # WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
@@ -141,6 +148,12 @@ class EpisodeConfig:
     # trained without decline rows has none) decides no declines unless given one here.
     evidence_declines: bool = True
     evidence_margin: float | None = None
+    # The rewrites of the policy's draft that may run (REWRITES; all by default).
+    rewrites: frozenset[str] = REWRITES
+
+    def rewrites_with(self, part: str) -> bool:
+        """Whether the answer phase may write the draft again by this part of REWRITES."""
+        return self.guided and part in self.rewrites
 
     def evidence_threshold(self) -> float | None:
         """The margin the best quote's evidence lead must pass for an answer:
@@ -159,6 +172,8 @@ class EpisodeConfig:
             raise ValueError(f"explanation_quotes {self.explanation_quotes}: give 1 or 2")
         if self.relevant_quotes is not None and self.relevant_quotes < 1:
             raise ValueError(f"relevant_quotes {self.relevant_quotes}: give 1 or more, or None")
+        if unknown := sorted(set(self.rewrites) - REWRITES):
+            raise ValueError(f"rewrites {unknown}: give parts of {sorted(REWRITES)}")
 
     def quote_choices(self, question: str) -> int | None:
         """How many of the sentences in view a Quote may take (None: any of them)."""
@@ -401,9 +416,12 @@ async def write_answer(
 
     answer = await _drafted_answer(result, session, policy, config, prompt, shaped, draft, emit)
     if config.guided and (why := degeneracy(answer)) is not None:
-        await shaped("degenerate_retry", why)
-        cites = _cited_or_first(answer, len(session.quotes), config.quotes_wanted(session.question))
-        by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
+        by_quote = None
+        if config.rewrites_with("degenerate_retry"):
+            await shaped("degenerate_retry", why)
+            wanted = config.quotes_wanted(session.question)
+            cites = _cited_or_first(answer, len(session.quotes), wanted)
+            by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
         if by_quote is not None and degeneracy(by_quote) is None:
             answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
         else:
@@ -498,7 +516,7 @@ async def _drafted_answer(
     sampling = answer_sampling(config, session.question, session.quotes, branch)
     text, finish = await _stream_answer(result, policy, prompt, sampling, emit)
     answer, result.dangling_citations = served_answer(text, len(session.quotes))
-    if config.guided and finish == "length" and not CITATION.search(answer):
+    if config.rewrites_with("bounded_retry") and finish == "length" and not CITATION.search(answer):
         # Cut at the token limit before its first citation: the policy looped in a first
         # sentence the grammar leaves unbounded. Once more, its first citation within reach.
         await shaped("bounded_retry", "")
@@ -507,7 +525,7 @@ async def _drafted_answer(
         sampling = answer_sampling(config, session.question, session.quotes, branch, bounded=True)
         text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
         answer, result.dangling_citations = served_answer(text, len(session.quotes))
-    if config.guided and restates_question(answer, session.question):
+    if config.rewrites_with("by_quote") and restates_question(answer, session.question):
         # An answer that says nothing the question does not is written once more a sentence
         # a quote, opened with the words of the quote it cited, or of the first two for an
         # explanation; kept where it says something.
@@ -520,7 +538,7 @@ async def _drafted_answer(
     reopened = (
         reopen(answer, session.quotes) if config.quotes_wanted(session.question) > 1 else None
     )
-    if config.guided and reopened is not None:
+    if config.rewrites_with("reopened") and reopened is not None:
         # An explanation that said a sentence twice is written once more from its first
         # citation, the next sentence opened with the words of a quote it does not cite
         # there; kept where it says nothing twice, else written a sentence a quote.
@@ -534,12 +552,14 @@ async def _drafted_answer(
         again, dangling = served_answer(head + text, len(session.quotes))
         if finish != "length" and distinct_sentence_count(again) > 0:
             answer, result.dangling_citations = again, dangling
-        else:
+        elif config.rewrites_with("sentence_a_quote"):
             await shaped("sentence_a_quote", "")
             by_quote = await _write_by_quote(result, session, policy, config, emit)
             if by_quote is not None:
                 answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
-    completed = completed_from_quote(answer, session.quotes) if config.guided else None
+    completed = (
+        completed_from_quote(answer, session.quotes) if config.rewrites_with("completed") else None
+    )
     if completed is not None:
         # An answer that copies the opening of a quote's sentence and stops short of its end
         # says that sentence whole, in the quote's words.

@@ -17,7 +17,7 @@ from webgpt.agent.answer_rules import (
     unshown_names,
 )
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.episode import EpisodeConfig, reopen, run_episode
+from webgpt.agent.episode import REWRITES, EpisodeConfig, reopen, run_episode
 from webgpt.agent.grammar import (
     FORCE_FINISH_ACTIONS,
     browsing_regex,
@@ -458,6 +458,53 @@ async def test_drafts_that_say_a_sentence_twice_or_run_on_are_declined(
     assert result.shaped_by == parts
     shaped = [(e.part, e.detail) for e in events if isinstance(e, ShapedEvent)]
     assert shaped[-2:] == [("degenerate_retry", "repeat"), ("degenerate_decline", "repeat")]
+
+
+async def test_each_rewrite_can_be_left_out_to_measure_its_worth(
+    web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """Without the reopening, an explanation that says a sentence twice goes to the
+    degenerate retry at once; without that retry too, it is declined at once: a degenerate
+    answer is never served, whichever rewrites run."""
+    question = "How do crows recognise faces?"
+    script.commands = list(EXPLAINED)
+    script.answers = [REPEATED, " of the genus Corvus [1].", " faces [2]."]
+    config = EpisodeConfig(rewrites=REWRITES - {"reopened"})
+    result = await run_episode(0, web.session(), policy, question, config)
+    assert result.shaped_by == ["degenerate_retry"]
+    assert result.answer == f"{FIRST_SENTENCE[:-1]} [1]. Crows can recognise faces [2]."
+
+    script.commands, script.requests = list(EXPLAINED), []
+    script.answers = [REPEATED]
+    config = EpisodeConfig(rewrites=REWRITES - {"reopened", "degenerate_retry"})
+    result = await run_episode(0, web.session(), policy, question, config)
+    assert result.shaped_by == ["degenerate_decline"]
+    assert result.answer == decline_answer(question)
+    assert len([r for r in script.requests if r.get("stream")]) == 1  # nothing written again
+
+    # without the sentence a quote, a reopened draft that still repeats is left standing,
+    # and the degenerate retry writes it a sentence a quote all the same
+    script.commands, script.requests = list(EXPLAINED), []
+    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus [1].", " faces [2]."]
+    config = EpisodeConfig(rewrites=REWRITES - {"sentence_a_quote"})
+    result = await run_episode(0, web.session(), policy, question, config)
+    assert result.shaped_by == ["reopened", "degenerate_retry"]
+
+
+def test_only_known_rewrites_can_be_left_out() -> None:
+    import argparse
+
+    from webgpt.agent.cli import add_answer_rules, answer_rules
+
+    with pytest.raises(ValueError, match="bogus"):
+        EpisodeConfig(rewrites=frozenset({"bogus"}))
+    parser = argparse.ArgumentParser()
+    add_answer_rules(parser)
+    assert EpisodeConfig(**answer_rules(parser.parse_args([]))).rewrites == REWRITES
+    args = parser.parse_args(["--no-rewrite", "completed", "--no-rewrite", "by_quote"])
+    assert answer_rules(args)["rewrites"] == REWRITES - {"completed", "by_quote"}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--no-rewrite", "grounded_decline"])  # a decline, not a rewrite
 
 
 async def test_an_answer_that_restates_the_question_is_written_from_its_quote(
