@@ -2,14 +2,15 @@
 
 A small policy under a grammar can write text that fits the grammar and says nothing: a
 loop ("X.X.X.X", "in in in"), a sentence said again, blanks where the grammar allowed no
-word it wanted ("was from    in     in"), or a sentence cut before its citation ("... a
-process that converts [1]."). `degeneracy` names which; `webgpt eval` counts them, and an
+word it wanted ("was from    in     in"), a sentence cut before its citation ("... a
+process that converts [1]."), or a sentence of the question's own words ("The capital is
+called the capital [1]."). `degeneracy` names which; `webgpt eval` counts them, and an
 episode that wrote one retries once and else declines (agent.episode.write_answer).
 """
 
 import re
 
-from webgpt.agent.answer_rules import CITATION, repeats_itself
+from webgpt.agent.answer_rules import CITATION, repeats_itself, restates_question
 from webgpt.agent.declines import is_declined
 
 # A run of words this long (1 to LOOP_WORDS words) repeated LOOP_TIMES times in a row.
@@ -28,8 +29,9 @@ _OPEN_WORDS = frozenset({
 _ENDS = (".", "!", "?", "]", '"', "”", ")")
 
 
-def degeneracy(answer: str | None) -> str | None:
-    """Why the answer is degenerate: "loop", "repeat", "blanks" or "cut"; None when it is
+def degeneracy(answer: str | None, question: str) -> str | None:
+    """Why the answer to the question is degenerate: "loop", "repeat", "blanks", "cut" or
+    "restates" (each word before its first citation is the question's); None when it is
     not (a decline is never degenerate: its sentence is written by rule)."""
     if not answer or is_declined(answer):
         return None
@@ -42,6 +44,8 @@ def degeneracy(answer: str | None) -> str | None:
         return "blanks"
     if _cut(answer):
         return "cut"
+    if restates_question(answer, question):
+        return "restates"
     return None
 
 

@@ -12,8 +12,6 @@ from webgpt.agent.answer_rules import (
     asks_for_explanation,
     completed_from_quote,
     distinct_sentence_count,
-    normalize,
-    restates_question,
     unshown_names,
 )
 from webgpt.agent.declines import (
@@ -31,7 +29,6 @@ from webgpt.agent.grammar import (
     answer_regex,
     browsing_grammar,
     cited_answer_regex,
-    continued_answer_regex,
     offered_commands,
     quoted_sentence_regex,
     quotes_to_offer,
@@ -55,8 +52,7 @@ Emit = Callable[[TraceEvent], Awaitable[None]]
 # A decline's opening words as the model tokenizes them (" say", then " who ..."): what a
 # decline threshold scores, and what a decline it chose is written after.
 DECLINE_OPENING = DECLINE_PREFIX.rstrip()
-# An answer written again after it said a sentence twice opens its next sentence with at
-# least this many of a quote's words (agent.episode.reopen).
+# A degenerate answer's retry opens each sentence with this many of its quote's words.
 MIN_OPENING_WORDS = 3
 AnswerBranch = Literal["either", "cited", "decline"]
 # What may change an answer after the policy's first draft (ShapedEvent.part):
@@ -66,21 +62,15 @@ SHAPING_PARTS = {
     "judged_decline": "declined: the decline judgment scored the decline above the answer",
     "evidence_decline": "declined: the quote ranker scored no quote above the decline",
     "decline_wording": "a decline's sentence written by rule from the question",
-    "bounded_retry": "written again, its first citation within reach (cut at the limit)",
-    "by_quote": "written again a sentence a quote (it restated the question)",
-    "reopened": "written again from its first citation (it said a sentence twice)",
-    "sentence_a_quote": "written again a sentence a quote (it still said one twice)",
     "completed": "a sentence stopping short of its quote's sentence completed from it",
     "degenerate_retry": "written again a sentence a quote (it was degenerate)",
     "degenerate_decline": "declined: its drafts were degenerate",
 }
-# The parts that write the policy's draft again under guided decoding, each of which can be
+# The parts that change the policy's draft under guided decoding, each of which can be
 # left out (EpisodeConfig.rewrites) so that its worth is measured on against off
-# (docs/agent.md, "Hand rules"). Without degenerate_retry a degenerate answer is declined
-# at once: it is never served.
-REWRITES = frozenset(
-    {"bounded_retry", "by_quote", "reopened", "sentence_a_quote", "completed", "degenerate_retry"}
-)
+# (docs/agent.md, "Hand rules"; scripts/rewrite_worth.py). Without degenerate_retry a
+# degenerate answer is declined at once: it is never served.
+REWRITES = frozenset({"completed", "degenerate_retry"})
 
 
 # WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
@@ -259,31 +249,20 @@ def answer_sampling(
     quotes: Sequence[Quoted],
     branch: AnswerBranch = "either",
     *,
-    bounded: bool = False,
-    reopened_cite: int | None = None,
     sentence_cite: int | None = None,
 ) -> Sampling:
     """How the answer to the question is sampled from the answer-phase prompt of its quotes:
     a cited answer or a decline, or one of them alone; the decline's rest after
-    DECLINE_OPENING, which the prompt then ends with. bounded: the first citation within
-    reach wherever the quotes show numbers (grammar.cited_answer_regex). reopened_cite: the
-    rest of an answer whose sentence citing that quote the prompt opens
-    (grammar.continued_answer_regex). sentence_cite: the rest of one sentence the prompt
-    opens with that quote's words, to its citation (grammar.quoted_sentence_regex)."""
+    DECLINE_OPENING, which the prompt then ends with. sentence_cite: the rest of one
+    sentence the prompt opens with that quote's words, to its citation
+    (grammar.quoted_sentence_regex)."""
     if branch == "decline":
         regex = f" {DECLINE_CLAUSE_REGEX}"
-    elif reopened_cite is not None:
-        regex = continued_answer_regex(question, quotes, reopened_cite)
     elif sentence_cite is not None:
         regex = quoted_sentence_regex(question, quotes, sentence_cite)
     else:
         cited = answer_regex if branch == "either" else cited_answer_regex
-        regex = cited(
-            question,
-            quotes,
-            distinct=config.quotes_wanted(question),
-            bounded=bounded,
-        )
+        regex = cited(question, quotes, distinct=config.quotes_wanted(question))
     return Sampling(
         n=1,
         temperature=config.temperature,
@@ -392,11 +371,11 @@ async def write_answer(
     probability of a decline chooses which;
     with a decline judgment, the policy drafts a cited answer and the judgment serves the
     decline where it scores the decline above it (EpisodeConfig.decline_judge).
-    Under guided decoding an answer is written again where it restates the question or says
-    a sentence twice, and completed where it stops short of its quote's sentence; a
-    degenerate answer (agent.degenerate) is written once more a sentence a quote, and
-    declined if that is degenerate too. Each such part is named in result.shaped_by and in
-    the trace (ShapedEvent)."""
+    Under guided decoding an answer is completed where it stops short of its quote's
+    sentence, and a degenerate answer (agent.degenerate: a loop, a repeat, blanks, a
+    sentence cut short, or nothing the question does not say) is written once more a
+    sentence a quote, its one retry, and declined if that is degenerate too. Each such part
+    is named in result.shaped_by and in the trace (ShapedEvent)."""
     result.references = result.quotes = references(session)
     if not session.quotes:
         return
@@ -415,14 +394,14 @@ async def write_answer(
             await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + text))
 
     answer = await _drafted_answer(result, session, policy, config, prompt, shaped, draft, emit)
-    if config.guided and (why := degeneracy(answer)) is not None:
+    if config.guided and (why := degeneracy(answer, session.question)) is not None:
         by_quote = None
         if config.rewrites_with("degenerate_retry"):
             await shaped("degenerate_retry", why)
             wanted = config.quotes_wanted(session.question)
             cites = _cited_or_first(answer, len(session.quotes), wanted)
             by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
-        if by_quote is not None and degeneracy(by_quote) is None:
+        if by_quote is not None and degeneracy(by_quote, session.question) is None:
             answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
         else:
             answer, result.dangling_citations = decline_answer(session.question), []
@@ -481,7 +460,7 @@ async def _drafted_answer(
     emit: Emit | None,
 ) -> str:
     """The answer as the policy drafts it from the answer prompt and the answer rules of
-    guided decoding rewrite it (write_answer), before the degenerate check."""
+    guided decoding shape it (write_answer), before the degenerate check."""
     # Under a decline judgment the policy drafts a cited answer and the judgment, reading it
     # beside the decline, decides: a decline is never the policy's token-by-token choice.
     branch: AnswerBranch = "either" if config.decline_judge is None else "cited"
@@ -514,49 +493,8 @@ async def _drafted_answer(
             await emit(AnswerDeltaEvent(episode=result.episode, text=declined))
         return declined
     sampling = answer_sampling(config, session.question, session.quotes, branch)
-    text, finish = await _stream_answer(result, policy, prompt, sampling, emit)
+    text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
     answer, result.dangling_citations = served_answer(text, len(session.quotes))
-    if config.rewrites_with("bounded_retry") and finish == "length" and not CITATION.search(answer):
-        # Cut at the token limit before its first citation: the policy looped in a first
-        # sentence the grammar leaves unbounded. Once more, its first citation within reach.
-        await shaped("bounded_retry", "")
-        if emit is not None:
-            await emit(AnswerDeltaEvent(episode=result.episode, text="\n"))
-        sampling = answer_sampling(config, session.question, session.quotes, branch, bounded=True)
-        text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
-        answer, result.dangling_citations = served_answer(text, len(session.quotes))
-    if config.rewrites_with("by_quote") and restates_question(answer, session.question):
-        # An answer that says nothing the question does not is written once more a sentence
-        # a quote, opened with the words of the quote it cited, or of the first two for an
-        # explanation; kept where it says something.
-        await shaped("by_quote", "")
-        explains = config.quotes_wanted(session.question) > 1 and len(session.quotes) > 1
-        cites = (1, 2) if explains else (int(CITATION.findall(answer)[0]),)
-        by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
-        if by_quote is not None and not restates_question(by_quote, session.question):
-            answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
-    reopened = (
-        reopen(answer, session.quotes) if config.quotes_wanted(session.question) > 1 else None
-    )
-    if config.rewrites_with("reopened") and reopened is not None:
-        # An explanation that said a sentence twice is written once more from its first
-        # citation, the next sentence opened with the words of a quote it does not cite
-        # there; kept where it says nothing twice, else written a sentence a quote.
-        await shaped("reopened", "")
-        head, cite = reopened
-        await draft(head)
-        sampling = answer_sampling(
-            config, session.question, session.quotes, branch, reopened_cite=cite
-        )
-        text, finish = await _stream_answer(result, policy, prompt + head, sampling, emit)
-        again, dangling = served_answer(head + text, len(session.quotes))
-        if finish != "length" and distinct_sentence_count(again) > 0:
-            answer, result.dangling_citations = again, dangling
-        elif config.rewrites_with("sentence_a_quote"):
-            await shaped("sentence_a_quote", "")
-            by_quote = await _write_by_quote(result, session, policy, config, emit)
-            if by_quote is not None:
-                answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
     completed = (
         completed_from_quote(answer, session.quotes) if config.rewrites_with("completed") else None
     )
@@ -576,32 +514,6 @@ def _cited_or_first(answer: str, quote_count: int, wanted: int) -> tuple[int, ..
     cited = list(dict.fromkeys(n for n in numbers if 1 <= n <= quote_count))
     first = [n for n in range(1, quote_count + 1) if n not in cited]
     return tuple((cited + first)[: max(wanted, 1)])
-
-
-def reopen(answer: str, quotes: Sequence[Quoted]) -> tuple[str, int] | None:
-    """An answer that says a sentence twice, cut after its first citation and the next
-    sentence opened with a quote it does not cite there, and that quote's number: the
-    quote's first words, MIN_OPENING_WORDS or more, to the first that the answer's first
-    sentence does not open with ("Since its premiere," after "1949 play by Arthur Miller
-    ... [1]."). None for an answer that says nothing twice, declines, or cites no quote
-    that another could follow."""
-    first = CITATION.search(answer)
-    if is_declined(answer) or first is None or distinct_sentence_count(answer) > 0:
-        return None
-    cited = int(first[1])
-    other = next((n for n in range(1, len(quotes) + 1) if n != cited), None)
-    if other is None:
-        return None
-    words = quotes[other - 1].extract.split()
-    said = normalize(answer[: first.start()])
-    count = MIN_OPENING_WORDS
-    while count < len(words) and said.startswith(normalize(" ".join(words[:count]))):
-        count += 1
-    opening = " ".join(words[:count])
-    if not _opens_a_sentence(opening):
-        return None
-    stop = "." if answer[first.end() :].startswith(".") else ""
-    return f"{answer[: first.end()]}{stop} {opening}", other
 
 
 def _opens_a_sentence(opening: str) -> bool:

@@ -261,26 +261,13 @@ def shown_numbers(question: str, quotes: Sequence[Quoted]) -> list[str]:
     return sorted({n for text in texts for n in NUMBER.findall(text)}, key=lambda n: (len(n), n))
 
 
-def answer_regex(
-    question: str,
-    quotes: Sequence[Quoted],
-    *,
-    distinct: int = 1,
-    bounded: bool = False,
-) -> str:
+def answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
     """A cited answer (cited_answer_regex) or a decline (agent.declines), which cites
     nothing."""
-    cited = cited_answer_regex(question, quotes, distinct=distinct, bounded=bounded)
-    return f"({cited}|{DECLINE_REGEX})"
+    return f"({cited_answer_regex(question, quotes, distinct=distinct)}|{DECLINE_REGEX})"
 
 
-def cited_answer_regex(
-    question: str,
-    quotes: Sequence[Quoted],
-    *,
-    distinct: int = 1,
-    bounded: bool = False,
-) -> str:
+def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
     """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
     square brackets, no number that the question and quotes do not show, and at most
     MAX_TAIL_CHARS after the last citation.
@@ -290,28 +277,20 @@ def cited_answer_regex(
     answer of emoji reaches it inside the answer's token budget
     (EpisodeConfig.answer_max_tokens). Where they do, the grammar names those numbers and
     so is new at every answer, and that run is unbounded: bounded, it would take ~1 s to
-    compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py).
+    compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py); an answer
+    that runs on there to the token limit is degenerate, and retried (agent.degenerate).
 
     distinct=2 (an explanation, agent.answer_rules) asks, when there are two quotes to
     cite, for a sentence among the first five that cites a quote other than the first
     sentence's, which cites one of the first LEAD_QUOTES; the first sentence is shared by
-    the alternatives, so its bounded run is compiled once.
-
-    bounded: the first citation comes within FIRST_CITATION_CHARS characters and numbers
-    even where they show numbers, for an answer written again after one that ran on to
-    the token limit uncited ("atexit — atexit — atexit — ...", agent.episode.write_answer):
-    each unit of its bounded run is a character or a number and the character after it."""
+    the alternatives, so its bounded run is compiled once."""
     cite = _citation(range(1, len(quotes) + 1))
     text = ANSWER_TEXT
     first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
     numbers = shown_numbers(question, quotes)
     sentence = _later_sentence(numbers)
     if numbers:
-        number, numbered = _numbered(numbers)
-        first = f"({text}{{10,}}|{text}*{numbered})"
-        shown = f"({text}|{number}{text})"  # a character, or a number and one after it
-        if bounded:
-            first = f"{shown}{{10,{FIRST_CITATION_CHARS}}}"
+        first = f"({text}{{10,}}|{text}*{_numbered(numbers)[1]})"
     tail = f"{text}{{0,{MAX_TAIL_CHARS}}}"
     if distinct < 2 or len(quotes) < 2:
         more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
@@ -329,20 +308,6 @@ def cited_answer_regex(
         for i in indices[:LEAD_QUOTES]
     ]
     return f"{first}{_alternatives(then)}{more}{tail}"
-
-
-def continued_answer_regex(question: str, quotes: Sequence[Quoted], cite: int) -> str:
-    """The rest of an answer whose sentence citing quote `cite` the prompt has opened: that
-    sentence to its citation, up to MAX_CITATIONS - 2 more cited sentences, and at most
-    MAX_TAIL_CHARS after the last (agent.episode.write_answer: an explanation's answer
-    written again after it said a sentence twice). Numbers as in cited_answer_regex; the
-    sentence's rest is unbounded, as a first sentence with numbers is."""
-    text = ANSWER_TEXT
-    numbers = shown_numbers(question, quotes)
-    rest = f"({text}+|{text}*{_numbered(numbers)[1]})" if numbers else f"{text}+"
-    sentence = _later_sentence(numbers)
-    more = f"({sentence}{_citation(range(1, len(quotes) + 1))}){{0,{MAX_CITATIONS - 2}}}"
-    return f"{rest}\\[{cite}\\]{more}{text}{{0,{MAX_TAIL_CHARS}}}"
 
 
 def _numbered(numbers: Sequence[str]) -> tuple[str, str]:
@@ -373,8 +338,8 @@ _SENTENCE_UNIT = (
 
 def quoted_sentence_regex(question: str, quotes: Sequence[Quoted], cite: int) -> str:
     """The rest of one sentence that the prompt has opened with quote `cite`'s words, to
-    its citation of that quote (agent.episode.write_answer: an explanation that says a
-    sentence twice, rewritten a sentence a quote); numbers as in cited_answer_regex."""
+    its citation of that quote (agent.episode.write_answer: a degenerate answer's one
+    retry, written a sentence a quote); numbers as in cited_answer_regex."""
     unit = _SENTENCE_UNIT
     numbers = shown_numbers(question, quotes)
     if numbers:

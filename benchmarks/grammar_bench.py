@@ -25,7 +25,6 @@ from webgpt.agent.grammar import (
     FIRST_CITATION_CHARS,
     answer_regex,
     browsing_regex,
-    continued_answer_regex,
     quoted_sentence_regex,
     quotes_to_offer,
     with_stop,
@@ -62,7 +61,6 @@ NUMBERS = [
     quote("In 1828, at the age of 70, Webster published his American Dictionary."),
 ]
 ANSWER = "Noah Webster was born on October 16, 1758 [1]. He published it in 1828 [3]."
-REOPENED = " published his American Dictionary in 1828 [3]. He was 70 [1]."
 BY_QUOTE = " published his American Dictionary, e.g. the one of 1828 [3]."
 
 
@@ -143,14 +141,10 @@ def main() -> None:
     browsing = [with_stop(g, "\n") for g in every]
     plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
     numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
-    # an answer written again after one ran on uncited (agent.episode.write_answer)
-    again = with_stop(answer_regex(WEBSTER, NUMBERS, bounded=True), "■")
     # an explanation's answer cites two quotes (agent.answer_rules): one copy of the rest
     # of the grammar for each quote its first sentence may cite
     explained = with_stop(answer_regex(WEBSTER, NUMBERS, distinct=2), "■")
-    # an explanation that said a sentence twice, written once more (agent.episode.reopen)
-    reopened = with_stop(continued_answer_regex(WEBSTER, NUMBERS, 3), "■")
-    # and written again a sentence a quote (agent.episode._write_by_quote)
+    # a degenerate answer's retry, a sentence a quote (agent.episode._write_by_quote)
     by_quote = with_stop(quoted_sentence_regex(WEBSTER, NUMBERS, 3), "■")
     rows = [
         ("browsing step (4 steps, mean)", browsing, [browsing_before(g) for g in browsing]),
@@ -161,9 +155,7 @@ def main() -> None:
         ),
         ("answer, 1 quote, no number", [plain], [with_stop(answer_regex_before(1), "■")]),
         ("answer, 3 quotes, 6 numbers", [numbered], [numbers_bounded(numbered)]),
-        ("  written again (bounded)", [again], []),
         ("explanation, 3 quotes, 6 numbers", [explained], [numbers_bounded(explained)]),
-        ("  its rest, reopened", [reopened], []),
         ("  a sentence a quote", [by_quote], []),
     ]
     print(f"{'grammar':32} {'now':>8} {'bounded':>8}")
@@ -176,7 +168,6 @@ def main() -> None:
     print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
           f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded, "
           f"{mask_ms(explained, ANSWER):.2f} ms as an explanation, "
-          f"{mask_ms(reopened, REOPENED):.2f} ms as a reopened rest, "
           f"{mask_ms(by_quote, BY_QUOTE):.2f} ms as a sentence a quote")  # fmt: skip
 
 

@@ -18,8 +18,8 @@ Per policy:
   the quotes the sentence cites (a word stands there when a word of the quote shares its
   first SUPPORT_LETTERS letters, so "painted" stands in "painting"): a check an answer can
   fail, unlike faithful, which guided decoding makes sure of;
-- degenerate: how many answers loop, repeat, leave blanks or stop mid-sentence
-  (agent.degenerate), which the service must never serve;
+- degenerate: how many answers loop, repeat, leave blanks, stop mid-sentence or say
+  nothing the question does not (agent.degenerate), which the service must never serve;
 - unedited: the share of answers that are the policy's first draft as it wrote it, no
   answer rule having changed them (agent.episode.SHAPING_PARTS);
 - invalid-action rate (over all actions), actions per episode, wall time per question,
@@ -324,7 +324,7 @@ async def evaluate_policy(
                 unshown=result.unshown,
                 judgment=result.judgment,
                 evidence=result.evidence,
-                degenerate=degeneracy(answer),
+                degenerate=degeneracy(answer, question.question),
                 shaped_by=result.shaped_by,
                 cited_sentences=cited_sentences,
                 supported_sentences=supported,

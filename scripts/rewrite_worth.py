@@ -8,8 +8,9 @@ in `shaped_by`, and the other answers are the full run's (docs/agent.md, "Hand r
 
     python scripts/rewrite_worth.py touched FULL.json --questions DEV.jsonl --out DIR
         # DIR/PART.jsonl: the questions of DEV.jsonl whose answer PART changed in FULL
-    python scripts/rewrite_worth.py worth FULL.json PART=OFF.json [PART=OFF.json ...]
-        # each part on (FULL) against off (FULL with OFF's outcomes in their place)
+    python scripts/rewrite_worth.py worth FULL.json NAME=RERUN.json [NAME=RERUN.json ...]
+        # the full run against each rerun's answering (a part left out, or a variant run
+        # on the questions it can change): FULL with RERUN's outcomes in their place
     python scripts/rewrite_worth.py compare BEFORE.json AFTER.json
         # two full runs of the same questions
 
@@ -127,9 +128,9 @@ def main() -> int:
     pick.add_argument("full", type=Path)
     pick.add_argument("--questions", type=Path, required=True)
     pick.add_argument("--out", type=Path, required=True)
-    worth = commands.add_parser("worth", help="each rewrite on against off")
+    worth = commands.add_parser("worth", help="the full run against each rerun's answering")
     worth.add_argument("full", type=Path)
-    worth.add_argument("reruns", nargs="+", metavar="PART=OFF.json")
+    worth.add_argument("reruns", nargs="+", metavar="NAME=RERUN.json")
     compare = commands.add_parser("compare", help="one full run against another")
     compare.add_argument("before", type=Path)
     compare.add_argument("after", type=Path)
@@ -145,14 +146,14 @@ def main() -> int:
     if args.command == "touched":
         touched(full, args.questions, args.out)
         return 0
-    print(format_figures("on (the full run)", figures(full)))
+    print(format_figures("the full run", figures(full)))
     for spec in args.reruns:
-        part, _, path = spec.partition("=")
-        if part not in REWRITES or not path:
-            parser.error(f"{spec!r}: give PART=OFF.json, PART one of {sorted(REWRITES)}")
-        off = replaced(full, recorded_outcomes(Path(path)))
-        print(format_figures(f"{part} off", figures(off)))
-        print(f"  on against off: {format_differences(off, full)}")
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            parser.error(f"{spec!r}: give NAME=RERUN.json")
+        rerun = replaced(full, recorded_outcomes(Path(path)))
+        print(format_figures(name, figures(rerun)))
+        print(f"  the full run against it: {format_differences(rerun, full)}")
     return 0
 
 

@@ -17,7 +17,8 @@ from webgpt.agent.answer_rules import (
     unshown_names,
 )
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.episode import REWRITES, EpisodeConfig, reopen, run_episode
+from webgpt.agent.degenerate import degeneracy
+from webgpt.agent.episode import REWRITES, EpisodeConfig, run_episode
 from webgpt.agent.grammar import (
     FORCE_FINISH_ACTIONS,
     browsing_regex,
@@ -302,42 +303,30 @@ RAVEN_EPISODE = [
 ]
 
 
-async def test_an_answer_that_ran_on_uncited_is_written_again_with_its_citation_near(
+async def test_an_answer_that_runs_on_or_stops_mid_sentence_gets_the_one_retry(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
     """A first sentence the grammar leaves unbounded (the quotes show numbers) can loop to
-    the token limit uncited; the answer is written once more, its first citation within
-    FIRST_CITATION_CHARS, and the trace shows both drafts."""
-    looping = "Ravens — ravens — ravens — ravens"
-    script.commands = list(RAVEN_EPISODE)
-    script.answers = [looping, "Ravens can live 21 years [1]."]
-    script.cut_answers = {looping}
-    events: list[TraceEvent] = []
-
+    the token limit uncited; an answer can end, or be cut after its citation, mid-sentence.
+    Each is degenerate, and its one retry writes it a sentence its quote; the trace shows
+    both drafts."""
     question = "Do ravens live long?"
-    emit = collect_into(events)
-    result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
-    assert result.answer == "Ravens can live 21 years [1]."
-    first, again = [r["structured_outputs"]["regex"] for r in script.requests if r.get("stream")]
-    assert re.fullmatch(first, "Ravens " + "live " * 40 + "[1].■")  # unbounded
-    assert not re.fullmatch(again, "Ravens " + "live " * 40 + "[1].■")
-    assert re.fullmatch(again, "Ravens can live 21 years [1].■")
-    drafts = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert drafts == f"{looping}\nRavens can live 21 years [1]."
-
-    assert result.shaped_by == ["bounded_retry"]
-
-    # an answer that ended, or one cut after its citation, is not written again so; it is
-    # degenerate, cut mid-sentence, and written once more a sentence its quote
-    for ended in ("Ravens live", "Ravens live for 21 years [1]. Ravens — ravens —"):
+    looping = "Ravens — ravens — ravens — ravens"
+    for ended in (looping, "Ravens live", "Ravens live for 21 years [1]. Ravens — ravens —"):
         script.commands = list(RAVEN_EPISODE)
         script.answers, script.requests = [ended, " to 21 years in the wild [1]."], []
-        script.cut_answers = {ended} if "[1]" in ended else set()
-        result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+        script.cut_answers = {ended} if ended != "Ravens live" else set()
+        events: list[TraceEvent] = []
+        emit = collect_into(events)
+        result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
         assert result.answer == "Ravens live up to 21 years in the wild [1]."
         assert result.shaped_by == ["degenerate_retry"]
         first, retry = [r for r in script.requests if r.get("stream")]
+        unbounded = "Ravens " + "live " * 40 + "[1].■"
+        assert re.fullmatch(first["structured_outputs"]["regex"], unbounded)
         assert retry["prompt"] == result.answer_prompt + "Ravens live up"
+        drafts = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+        assert drafts == f"{ended}\n{result.answer}"
 
 
 def rule_settings(config: EpisodeConfig) -> tuple[object, ...]:
@@ -393,42 +382,23 @@ EXPLAINED = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", f"Quote: {FACES}", "
 TWICE_AGAIN = " faces [2]. Crows are birds of the genus Corvus [1]."
 
 
-async def test_an_explanation_that_says_a_sentence_twice_is_written_once_more(
+async def test_an_explanation_that_says_a_sentence_twice_gets_a_sentence_a_quote(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """Its next sentence opens with the words of the quote its first does not cite, and
-    the policy writes the rest; the trace shows both drafts."""
+    """It is degenerate (a repeat), and its one retry writes it from its start, each of the
+    first two quotes opening a sentence that ends at its citation: neither can run into the
+    other. The trace shows both drafts."""
     script.commands = list(EXPLAINED)
-    script.answers = [REPEATED, " faces and remembers them [2]."]
-    events: list[TraceEvent] = []
-
+    script.answers = [REPEATED, " of the genus Corvus [1].", " faces [2]."]
     question = "How do crows recognise faces?"
+    events: list[TraceEvent] = []
     emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
-    assert result.answer == f"{HEAD} faces and remembers them [2]."
-    first, again = [r for r in script.requests if r.get("stream")]
-    assert again["prompt"] == first["prompt"] + HEAD
-    rest = again["structured_outputs"]["regex"]
-    assert re.fullmatch(rest, " faces and remembers them [2].■")
-    assert not re.fullmatch(rest, " individual human faces [1].")  # it cites the quote opened
-    assert re.fullmatch(rest, " faces [2]. They remember them [1].")
-    streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert streamed == f"{REPEATED}\n{HEAD} faces and remembers them [2]."
-
-
-async def test_a_second_draft_that_says_a_sentence_twice_too_gives_a_sentence_a_quote(
-    web: Web, policy: OpenAIPolicy, script: Script
-) -> None:
-    """Then the answer is written from its start, each of the first two quotes opening a
-    sentence that ends at its citation: neither can run into the other."""
-    script.commands = list(EXPLAINED)
-    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus [1].", " faces [2]."]
-    question = "How do crows recognise faces?"
-    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
     first_sentence = "Crows are birds of the genus Corvus [1]."
     assert result.answer == f"{first_sentence} Crows can recognise faces [2]."
+    assert result.shaped_by == ["degenerate_retry"]
     answer_prompt = result.answer_prompt
-    one, two = [r for r in script.requests if r.get("stream")][2:]
+    one, two = [r for r in script.requests if r.get("stream")][1:]
     assert one["prompt"] == answer_prompt + "Crows are birds"
     assert two["prompt"] == f"{answer_prompt}{first_sentence} Crows can recognise"
     sentence = one["structured_outputs"]["regex"]
@@ -438,57 +408,51 @@ async def test_a_second_draft_that_says_a_sentence_twice_too_gives_a_sentence_a_
     assert not re.fullmatch(sentence, " of the genus Corvus. They know faces [1].")  # two
     assert not re.fullmatch(sentence, " of the genus Corvus [2].")  # its own quote's
     assert not re.fullmatch(sentence, " of the genus Corvus [1]. They know faces [2].")
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+    assert streamed == f"{REPEATED}\n{result.answer}"
 
 
-async def test_drafts_that_say_a_sentence_twice_or_run_on_are_declined(
+async def test_a_retry_that_runs_on_too_is_declined(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """A sentence a quote that runs to the token limit leaves the first draft standing; it
-    says a sentence twice, a degenerate answer, so it is written a sentence a quote once
-    more, and when that runs on too the episode declines and the trace says why."""
+    """Its sentence a quote runs to the token limit: the episode declines after its one
+    retry, and the trace says why."""
     script.commands = list(EXPLAINED)
-    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus", " of the genus Corvus"]
+    script.answers = [REPEATED, " of the genus Corvus"]
     script.cut_answers = {" of the genus Corvus"}
     question = "How do crows recognise faces?"
     events: list[TraceEvent] = []
     config = EpisodeConfig()
     result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
     assert result.answer == decline_answer(question) and result.references == []
-    parts = ["reopened", "sentence_a_quote", "degenerate_retry", "degenerate_decline"]
-    assert result.shaped_by == parts
+    assert result.shaped_by == ["degenerate_retry", "degenerate_decline"]
     shaped = [(e.part, e.detail) for e in events if isinstance(e, ShapedEvent)]
-    assert shaped[-2:] == [("degenerate_retry", "repeat"), ("degenerate_decline", "repeat")]
+    assert shaped == [("degenerate_retry", "repeat"), ("degenerate_decline", "repeat")]
+    assert len([r for r in script.requests if r.get("stream")]) == 2  # one retry, no more
 
 
 async def test_each_rewrite_can_be_left_out_to_measure_its_worth(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """Without the reopening, an explanation that says a sentence twice goes to the
-    degenerate retry at once; without that retry too, it is declined at once: a degenerate
-    answer is never served, whichever rewrites run."""
+    """Without the retry, a degenerate answer is declined at once: it is never served,
+    whichever rewrites run; without the completion, a sentence stopping short of its
+    quote's is served as the policy wrote it."""
     question = "How do crows recognise faces?"
     script.commands = list(EXPLAINED)
-    script.answers = [REPEATED, " of the genus Corvus [1].", " faces [2]."]
-    config = EpisodeConfig(rewrites=REWRITES - {"reopened"})
-    result = await run_episode(0, web.session(), policy, question, config)
-    assert result.shaped_by == ["degenerate_retry"]
-    assert result.answer == f"{FIRST_SENTENCE[:-1]} [1]. Crows can recognise faces [2]."
-
-    script.commands, script.requests = list(EXPLAINED), []
     script.answers = [REPEATED]
-    config = EpisodeConfig(rewrites=REWRITES - {"reopened", "degenerate_retry"})
+    config = EpisodeConfig(rewrites=REWRITES - {"degenerate_retry"})
     result = await run_episode(0, web.session(), policy, question, config)
     assert result.shaped_by == ["degenerate_decline"]
     assert result.answer == decline_answer(question)
     assert len([r for r in script.requests if r.get("stream")]) == 1  # nothing written again
 
-    # without the sentence a quote, a reopened draft that still repeats is left standing,
-    # and the degenerate retry writes it a sentence a quote all the same
-    script.commands, script.requests = list(EXPLAINED), []
-    script.answers = [REPEATED, TWICE_AGAIN, " of the genus Corvus [1].", " faces [2]."]
-    config = EpisodeConfig(rewrites=REWRITES - {"sentence_a_quote"})
-    result = await run_episode(0, web.session(), policy, question, config)
-    assert result.shaped_by == ["reopened", "degenerate_retry"]
+    short = "Crows can recognise individual human faces [1]."
+    for rewrites, answer in ((REWRITES, f"{FACES[:-1]} [1]."), (REWRITES - {"completed"}, short)):
+        script.commands, script.requests = list(CROW_EPISODE), []
+        script.answers = [short]
+        config = EpisodeConfig(rewrites=rewrites)
+        result = await run_episode(0, web.session(), policy, "What can crows do?", config)
+        assert result.answer == answer
 
 
 def test_only_known_rewrites_can_be_left_out() -> None:
@@ -501,8 +465,8 @@ def test_only_known_rewrites_can_be_left_out() -> None:
     parser = argparse.ArgumentParser()
     add_answer_rules(parser)
     assert EpisodeConfig(**answer_rules(parser.parse_args([]))).rewrites == REWRITES
-    args = parser.parse_args(["--no-rewrite", "completed", "--no-rewrite", "by_quote"])
-    assert answer_rules(args)["rewrites"] == REWRITES - {"completed", "by_quote"}
+    args = parser.parse_args(["--no-rewrite", "completed", "--no-rewrite", "degenerate_retry"])
+    assert answer_rules(args)["rewrites"] == frozenset()
     with pytest.raises(SystemExit):
         parser.parse_args(["--no-rewrite", "grounded_decline"])  # a decline, not a rewrite
 
@@ -510,29 +474,37 @@ def test_only_known_rewrites_can_be_left_out() -> None:
 async def test_an_answer_that_restates_the_question_is_written_from_its_quote(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """ "Crows can recognise [1]." says nothing the question does not: written once more,
-    the sentence opens with the cited quote's words, and the policy writes the rest to its
-    citation; the trace shows both drafts."""
+    """ "Crows recognise [1]." says nothing the question does not, a degenerate answer: its
+    one retry opens the sentence with the cited quote's words, and the policy writes the
+    rest to its citation; the trace shows both drafts."""
     script.commands = list(CROW_EPISODE)
-    script.answers = ["Crows can recognise [1].", " faces and remembers them [1]."]
+    script.answers = ["Crows recognise [1].", " faces and remembers them [1]."]
     events: list[TraceEvent] = []
 
     question = "What can crows recognise?"
     emit = collect_into(events)
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig(), emit)
     assert result.answer == "Crows can recognise faces and remembers them [1]."
+    assert result.shaped_by == ["degenerate_retry"]
     first, again = [r for r in script.requests if r.get("stream")]
     assert again["prompt"] == first["prompt"] + "Crows can recognise"
     assert re.fullmatch(again["structured_outputs"]["regex"], " faces and remembers them [1].■")
     streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert streamed == "Crows can recognise [1].\nCrows can recognise faces and remembers them [1]."
+    assert streamed == "Crows recognise [1].\nCrows can recognise faces and remembers them [1]."
 
-    # a rewrite that restates the question too leaves the first draft standing, which
-    # opens the quote's sentence, so it is completed from the quote
+    # a retry that says nothing either is declined
     script.commands, script.requests = list(CROW_EPISODE), []
-    script.answers = ["Crows can recognise [1].", " [1]."]
+    script.answers = ["Crows recognise [1].", " [1]."]
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == f"{FACES[:-1]} [1]."
+    assert result.answer == decline_answer(question)
+    assert result.shaped_by == ["degenerate_retry", "degenerate_decline"]
+
+    # a draft that copies the opening of the quote's sentence is completed from it first,
+    # and then says something: no retry
+    script.commands, script.requests = list(CROW_EPISODE), []
+    script.answers = ["Crows can recognise [1]."]
+    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    assert result.answer == f"{FACES[:-1]} [1]." and result.shaped_by == ["completed"]
 
 
 async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote(
@@ -547,7 +519,7 @@ async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote
     assert (
         result.answer == "Crows are birds of the genus Corvus [1]. Crows can recognise faces [2]."
     )
-    assert len([r for r in script.requests if r.get("stream")]) == 3  # no D rewrite after
+    assert len([r for r in script.requests if r.get("stream")]) == 3  # one retry, no more
 
     # holding one quote (its actions ran out), it is written from that quote alone
     script.commands, script.requests = [*CROW_EPISODE[:3], "End: Answer"], []
@@ -569,18 +541,9 @@ def test_an_answer_restates_the_question_where_it_says_nothing_else() -> None:
     assert not restates_question("Tunis is the capital [1].", "What is the capital of Tunisia?")
 
 
-def test_an_answer_is_reopened_only_where_it_says_a_sentence_twice() -> None:
-    quotes = [quoted(FIRST_SENTENCE), quoted(FACES)]
-    assert reopen(REPEATED, quotes) == (HEAD, 2)
-    assert reopen("Crows are birds [1]. They know faces [2].", quotes) is None
-    assert reopen(decline_answer("How do crows recognise faces?"), quotes) is None
-    assert reopen(REPEATED, quotes[:1]) is None  # no other quote to open with
-    # the opening runs past the words the first sentence opens with too
-    same_start = [quoted(FIRST_SENTENCE), quoted("Crows are birds that remember faces.")]
-    assert reopen(REPEATED, same_start) == (
-        "Crows are birds of the genus Corvus [1]. Crows are birds that",
-        2,
-    )
-    # the repeat measured as the evaluator does: a sentence twice, or eight words twice
+def test_a_repeat_is_measured_as_the_evaluator_does() -> None:
+    """A sentence twice, or eight words twice, is a repeat: a degenerate answer."""
     assert distinct_sentence_count(REPEATED) == 0
+    assert degeneracy(REPEATED, "How do crows recognise faces?") == "repeat"
     assert distinct_sentence_count(f"{HEAD} individual human faces [2].") == 2
+    assert degeneracy(f"{HEAD} individual human faces [2].", "How do crows recognise?") is None

@@ -34,14 +34,14 @@ def outcome(question: str, kind: str = "factoid", **extra: Any) -> dict[str, Any
 FULL = [
     outcome("f1", correct=True, shaped_by=["completed"]),
     outcome("f2", correct=True),
-    outcome("f3", correct=False, shaped_by=["by_quote"]),
+    outcome("f3", correct=False, shaped_by=["degenerate_retry"]),
     outcome(
         "l1",
         "longform",
         sentences=2,
         distinct_citations=2,
         key_points=0.5,
-        shaped_by=["reopened", "sentence_a_quote"],
+        shaped_by=["degenerate_retry", "degenerate_decline"],
     ),
     outcome("u1", "unanswerable", declined=True, answer="The pages I found do not say."),
 ]
@@ -89,14 +89,16 @@ def test_the_touched_questions_and_each_part_s_worth_from_the_command_line(
     assert worth.main() == 0
     completed = (parts / "completed.jsonl").read_text().splitlines()
     assert [json.loads(line)["question"] for line in completed] == ["f1"]
-    assert (parts / "bounded_retry.jsonl").read_text() == ""
+    retried = (parts / "degenerate_retry.jsonl").read_text().splitlines()
+    assert [json.loads(line)["question"] for line in retried] == ["f3", "l1"]
 
     off = write(tmp_path / "off.json", [outcome("f1", correct=False)])
-    monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", "worth", str(full), f"completed={off}"])
+    command = ["worth", str(full), f"completed off={off}"]
+    monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", *command])
     assert worth.main() == 0
     printed = capsys.readouterr().out
     assert "completed off: factoids 1/3 (33.3%)" in printed
-    assert "on against off: factoids 1 gained, 0 lost" in printed
-    monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", "worth", str(full), f"bogus={off}"])
+    assert "the full run against it: factoids 1 gained, 0 lost" in printed
+    monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", "worth", str(full), str(off)])
     with pytest.raises(SystemExit):
         worth.main()
