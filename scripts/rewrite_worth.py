@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.episode import REWRITES
+from webgpt.agent.errors import DataError
 from webgpt.evals.evaluate import recorded_outcomes
 
 Outcome = dict[str, Any]
@@ -135,7 +136,13 @@ def main() -> int:
     compare.add_argument("before", type=Path)
     compare.add_argument("after", type=Path)
     args = parser.parse_args()
+    try:
+        return run(args, parser)
+    except DataError as error:
+        parser.exit(2, f"rewrite_worth.py: {error}\n")
 
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "compare":
         before, after = recorded_outcomes(args.before), recorded_outcomes(args.after)
         print(format_figures(args.before.name, figures(before)))

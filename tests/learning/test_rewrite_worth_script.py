@@ -102,3 +102,14 @@ def test_the_touched_questions_and_each_part_s_worth_from_the_command_line(
     monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", "worth", str(full), str(off)])
     with pytest.raises(SystemExit):
         worth.main()
+
+
+def test_a_file_that_is_no_eval_output_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "missing.json"
+    monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", "compare", str(missing), str(missing)])
+    with pytest.raises(SystemExit) as stopped:
+        worth.main()
+    assert stopped.value.code == 2
+    assert "missing.json: not a `webgpt eval --json-out` file" in capsys.readouterr().err
