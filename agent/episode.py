@@ -527,10 +527,10 @@ async def _write_by_quote(
     policy: Policy,
     config: EpisodeConfig,
     emit: Emit | None,
-    cites: Sequence[int] = (1, 2),
+    cites: Sequence[int],
 ) -> str | None:
     """An answer written from its start a sentence a quote: each of the quotes numbered
-    cites (an explanation's first two, or a factoid's one) opens a sentence with its first
+    cites (_cited_or_first: as many as the question wants) opens a sentence with its first
     MIN_OPENING_WORDS words, which ends at its citation (grammar.quoted_sentence_regex), so
     that neither runs into the other. None where a quote's words cannot open a sentence, a
     sentence runs to the token limit, or the sentences say something twice."""
