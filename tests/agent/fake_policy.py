@@ -163,7 +163,7 @@ def fake_policy_app(script: Script) -> Starlette:
             unknown = _unknown_model(script, body.get("model"))
             return unknown or JSONResponse(_echoed(script, prompt, with_logprobs=fault != "bare"))
         # an answer's prompt ends "■" or with a decline's opening, or it continues an answer
-        # begun (agent.episode.reopen), which stops at "■"
+        # begun (the one retry, agent.episode._write_by_quote), which stops at "■"
         is_answer = prompt.endswith(("■", DECLINE_OPENING)) or "■" in (body.get("stop") or [])
         texts = [
             script.next_answer() if is_answer else script.next_command(prompt)
