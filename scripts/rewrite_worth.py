@@ -26,9 +26,11 @@ from typing import Any
 
 from webgpt.agent.episode import REWRITES
 from webgpt.agent.errors import DataError
-from webgpt.evals.evaluate import recorded_outcomes
+from webgpt.evals.evaluate import is_long_form, recorded_outcomes
 
 Outcome = dict[str, Any]
+# The figures that are shares of a whole, printed as percentages.
+SHARES = frozenset({"key points", "support"})
 
 
 def figures(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def _long_enough(outcome: Outcome) -> bool:
-    return outcome.get("sentences", 0) >= 2 and outcome.get("distinct_citations", 0) >= 2
+    return is_long_form(outcome.get("sentences", 0), outcome.get("distinct_citations", 0))
 
 
 def sign_test(gained: int, lost: int) -> float:
@@ -87,22 +89,23 @@ def differences(before: list[Outcome], after: list[Outcome]) -> dict[str, tuple[
 def replaced(full: list[Outcome], rerun: list[Outcome]) -> list[Outcome]:
     """The full run's outcomes with the rerun's in place of the same questions'."""
     again = {o["question"]: o for o in rerun}
-    missing = [o["question"] for o in rerun if o["question"] not in {f["question"] for f in full}]
+    asked = {o["question"] for o in full}
+    missing = [question for question in again if question not in asked]
     if missing:
         raise SystemExit(f"the rerun has questions the full run lacks: {missing[:3]}")
     return [again.get(o["question"], o) for o in full]
 
 
 def format_figures(label: str, shown: dict[str, Any]) -> str:
-    def cell(value: Any) -> str:
+    def cell(name: str, value: Any) -> str:
         if isinstance(value, tuple):
             part, whole = value
             return f"{part}/{whole} ({part / whole:.1%})" if whole else "-"
         if isinstance(value, float):
-            return f"{value:.1%}" if value <= 1 else f"{value:.1f}"
+            return f"{value:.1%}" if name in SHARES else f"{value:.1f}"
         return "-" if value is None else str(value)
 
-    return f"{label}: " + "; ".join(f"{name} {cell(value)}" for name, value in shown.items())
+    return f"{label}: " + "; ".join(f"{name} {cell(name, value)}" for name, value in shown.items())
 
 
 def format_differences(before: list[Outcome], after: list[Outcome]) -> str:
@@ -113,11 +116,15 @@ def format_differences(before: list[Outcome], after: list[Outcome]) -> str:
 
 
 def touched(full: list[Outcome], questions: Path, out: Path) -> None:
-    rows = [json.loads(line) for line in questions.read_text().splitlines() if line.strip()]
+    try:
+        lines = questions.read_text().splitlines()
+        rows = [(row["question"], row) for row in map(json.loads, filter(str.strip, lines))]
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise DataError(f"{questions}: not a JSONL file of questions ({error!r})") from error
     out.mkdir(parents=True, exist_ok=True)
     for part in sorted(REWRITES):
         named = {o["question"] for o in full if part in (o.get("shaped_by") or [])}
-        picked = [row for row in rows if row["question"] in named]
+        picked = [row for question, row in rows if question in named]
         (out / f"{part}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in picked))
         print(f"{part}: {len(picked)} questions -> {out / f'{part}.jsonl'}")
 

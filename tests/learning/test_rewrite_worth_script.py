@@ -113,3 +113,24 @@ def test_a_file_that_is_no_eval_output_is_a_clear_error(
         worth.main()
     assert stopped.value.code == 2
     assert "missing.json: not a `webgpt eval --json-out` file" in capsys.readouterr().err
+
+
+def test_a_question_file_that_is_no_jsonl_of_questions_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = write(tmp_path / "full.json", FULL)
+    for text in ("{not json\n", '{"kind": "factoid"}\n'):  # broken, or a row with no question
+        questions = tmp_path / "dev.jsonl"
+        questions.write_text(text)
+        command = ["touched", str(full), "--questions", str(questions), "--out", str(tmp_path)]
+        monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", *command])
+        with pytest.raises(SystemExit) as stopped:
+            worth.main()
+        assert stopped.value.code == 2
+        assert "dev.jsonl: not a JSONL file of questions" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*_retry.jsonl"))  # nothing written
+
+
+def test_a_median_under_a_second_is_printed_as_seconds() -> None:
+    shown = worth.format_figures("x", {"s/question p50": 0.8, "key points": 0.5})
+    assert shown == "x: s/question p50 0.8; key points 50.0%"
