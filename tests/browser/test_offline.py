@@ -94,6 +94,30 @@ def test_wiki_pages_link_other_articles_and_carry_attribution(tmp_path: Path) ->
     assert "CC BY-SA 4.0" in html
 
 
+def test_a_sentence_its_summary_broke_in_two_is_one_paragraph_again(tmp_path: Path) -> None:
+    from webgpt.browser.corpus import summary_paragraphs
+
+    broken = (
+        "The basilica is in Barcelona, Spain. It is the tallest church\n"
+        "in the world.\n\nThe city has a port.\nmore, it said, than any other.\n"
+        "Its works include:\nthe nave, and\nthe towers"
+    )
+    assert summary_paragraphs(broken) == [
+        "The basilica is in Barcelona, Spain. It is the tallest church in the world.",
+        "The city has a port.",  # it ends a sentence: what follows stays apart
+        "more, it said, than any other.",
+        "Its works include:",
+        "the nave, and the towers",
+    ]
+    summaries = tmp_path / "s.json"
+    summaries.write_text(json.dumps({"Basilica": {"title": "Basilica", "extract": broken}}))
+    [page] = wikipedia_pages(summaries)
+    assert "<p>The basilica is in Barcelona, Spain. It is the tallest church in the world.</p>" in (
+        page.body.decode()
+    )
+    assert "tallest church in the world" in page.text
+
+
 def test_fts_query_cannot_inject_fts_syntax() -> None:
     assert fts_query('crow" OR title:* NEAR(') == '"crow" OR "or" OR "title" OR "near"'
     assert fts_query("?!") is None
