@@ -59,6 +59,8 @@ from webgpt.learning.runs import (
     work_folder_field,
 )
 
+# What `--examples` trains on: every pair of a demonstration, or its answer alone.
+EXAMPLE_KINDS = ["all", "answers"]
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -78,6 +80,15 @@ class BCConfig(TrainingArguments):
     base_version: str = field(default="", metadata={"help": "the base's registry version"})
     max_length: int = field(default=1536, metadata={"help": "tokens per example; longer: left out"})
     max_examples: int = field(default=0, metadata={"help": "use at most this many (0 = all)"})
+    examples: str = field(
+        default="all",
+        metadata={
+            "help": "the pairs of each demonstration trained on: all (every command and the "
+            "answer) or answers (the answer alone: how answers are written changes, "
+            "browsing is not trained)",
+            "choices": EXAMPLE_KINDS,
+        },
+    )
     include_untagged: bool = field(
         default=False,
         metadata={
@@ -192,6 +203,8 @@ class BCConfig(TrainingArguments):
             self.warmup_steps = min(0.05 / max(self.num_train_epochs, 1.0), 0.5)
         if self.max_minutes is not None and self.max_minutes <= 0:
             raise ConfigurationError("--max-minutes must be above 0")
+        if self.examples not in EXAMPLE_KINDS:
+            raise ConfigurationError(f"--examples {self.examples}: give one of {EXAMPLE_KINDS}")
         if self.bf16 is None:
             import torch
 
@@ -241,19 +254,21 @@ class BCResult:
     step_losses: list[float]
 
 
-def examples_of(demo: Demonstration) -> list[Example]:
-    """The training pairs of one demonstration, with the agent's own prompt builders."""
-    examples = [
+def examples_of(demo: Demonstration, examples: str = "all") -> list[Example]:
+    """The training pairs of one demonstration, with the agent's own prompt builders: each
+    command and the answer, or ("answers") the answer alone (EXAMPLE_KINDS)."""
+    if examples not in EXAMPLE_KINDS:
+        raise ConfigurationError(f"examples {examples!r}: give one of {EXAMPLE_KINDS}")
+    steps = demo.steps if examples == "all" else []
+    pairs = [
         Example(
             browsing_prompt(step.observation), step.command + COMMAND_STOP[0], "command", demo.id
         )
-        for step in demo.steps
+        for step in steps
     ]
     if demo.answer is not None and demo.answer_prompt is not None:
-        examples.append(
-            Example(demo.answer_prompt, demo.answer + ANSWER_STOP[0], "answer", demo.id)
-        )
-    return examples
+        pairs.append(Example(demo.answer_prompt, demo.answer + ANSWER_STOP[0], "answer", demo.id))
+    return pairs
 
 
 def tokenize_example(tokenizer: Any, example: Example) -> dict[str, list[int]]:
@@ -382,8 +397,8 @@ def train_bc(
     as_adapter = config.lora_rank > 0 or config.init_adapter is not None
     demos, report = training_demonstrations(config, log)
     train_demos, val_demos = split_episodes(demos, config.validation_fraction, config.seed)
-    train_examples = [e for d in train_demos for e in examples_of(d)]
-    val_examples = [e for d in val_demos for e in examples_of(d)]
+    train_examples = [e for d in train_demos for e in examples_of(d, config.examples)]
+    val_examples = [e for d in val_demos for e in examples_of(d, config.examples)]
     random.Random(config.seed).shuffle(train_examples)
     if config.max_examples:
         train_examples = train_examples[: config.max_examples]
@@ -403,7 +418,8 @@ def train_bc(
         f"{long_train + long_val} longer than {config.max_length} tokens left out"
     )
     model: Any = AutoModelForCausalLM.from_pretrained(config.base, dtype=torch.float32)
-    held_prompts = [e.prompt for e in val_examples if e.kind == "command"][
+    # commands are sampled before and after even where only answers train: browsing kept
+    held_prompts = [e.prompt for d in val_demos for e in examples_of(d) if e.kind == "command"][
         : config.validity_prompts
     ]
     layers = model.config.num_hidden_layers

@@ -64,6 +64,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="questions per split, e.g. train=1200,dev=150,test=150",
     )
     generate.add_argument("--detour-share", type=float, default=0.3)
+    generate.add_argument(
+        "--answers",
+        choices=["reference", "quoted"],
+        default="reference",
+        help="a scripted factoid's answer: the question's reference answer, or its quote's "
+        "sentence in the quote's words",
+    )
     generate.add_argument("--attempts", type=int, default=2, help="teacher: tries per question")
     generate.add_argument("--temperature", type=float, default=0.8, help="teacher sampling")
     generate.add_argument(
@@ -298,7 +305,7 @@ async def _scripted_demonstrations(
     from webgpt.learning.scripted import ScriptedConfig, demonstrate
 
     rng = random.Random(args.seed)
-    config = ScriptedConfig(detour_share=args.detour_share)
+    config = ScriptedConfig(detour_share=args.detour_share, answers=args.answers)
     demos: list[Demonstration] = []
     for number, question in enumerate(questions, start=1):
         session = web.session(config=SessionConfig(max_actions=rng.choice(config.max_actions)))

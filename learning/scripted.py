@@ -25,6 +25,7 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, quote_choices
@@ -37,6 +38,8 @@ DETOURS = ("wrong_result", "scroll")
 # A demonstrated long-form sentence after the first is at most this long (the first must
 # cite within grammar.FIRST_CITATION_CHARS): answers a reader takes in at a glance.
 SENTENCE_CHARS = 220
+# How a demonstrated factoid's answer is written (ScriptedConfig.answers).
+AnswerStyle = Literal["reference", "quoted"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,12 @@ class ScriptedConfig:
     max_actions: tuple[int, ...] = (10, 15, 20, 30, 50, 100)  # drawn per episode
     max_find_steps: int = 12  # repeats of one Find: an entry can follow many examples
     max_scroll_steps: int = 4
+    # A factoid's answer: "reference", the question's short reference answer ("Ada
+    # Lovelace was born in 1815 [1]."); "quoted", its quote's sentence in the quote's own
+    # words (quoted_answer), what the served answer phase makes of a draft that copies a
+    # quote's opening (agent.answer_rules.completed_from_quote), so that the policy writes
+    # it in one generation.
+    answers: AnswerStyle = "reference"
 
 
 def demonstration_id(question: Question) -> str:
@@ -191,7 +200,23 @@ async def demonstrate(
         return None
     if not contains_gold(question.answer, question.gold_answers):
         return None
-    return await _end_and_answer(recorder, question, question.answer, detour or "")
+    answer = question.answer
+    if config.answers == "quoted":
+        answer = quoted_answer(quote, question) or answer
+    return await _end_and_answer(recorder, question, answer, detour or "")
+
+
+def quoted_answer(quote: str, question: Question) -> str | None:
+    """A factoid's answer in its quote's words: the quote's sentence citing it, cut at a
+    clause within the first citation's bound (answer_sentence), where it states a gold
+    answer and the reference answer does not already say it (a docs entry's "name() —
+    sentence [1]." copies its entry's sentence after the name); else None."""
+    sentence = answer_sentence(quote, 1, FIRST_CITATION_CHARS - 2)
+    if sentence is None or not contains_gold(sentence, question.gold_answers):
+        return None
+    if normalize(sentence.removesuffix(" [1].")) in normalize(question.answer or ""):
+        return None
+    return sentence
 
 
 async def _end_and_answer(

@@ -338,6 +338,22 @@ def bc_config(*options: str) -> BCConfig:
 REQUIRED = ["--demonstrations", "d.jsonl", "--base", "b", "--out", "o"]
 
 
+async def test_answers_alone_train_only_each_demonstration_s_answer(learning_web: Web) -> None:
+    demo = (await scripted_demos(learning_web))[0]
+    every = examples_of(demo)
+    assert [e.kind for e in every] == ["command"] * len(demo.steps) + ["answer"]
+    assert examples_of(demo, "answers") == every[-1:]
+    with pytest.raises(ConfigurationError, match="give one of"):
+        examples_of(demo, "commands")
+
+
+def test_examples_is_an_option_of_train_bc() -> None:
+    assert bc_config(*REQUIRED).examples == "all"
+    assert bc_config(*REQUIRED, "--examples", "answers").examples == "answers"
+    with pytest.raises((OptionsError, SystemExit)):
+        bc_config(*REQUIRED, "--examples", "commands")
+
+
 def test_include_untagged_is_an_option_of_train_bc() -> None:
     assert bc_config(*REQUIRED).include_untagged is False
     assert bc_config(*REQUIRED, "--include-untagged").include_untagged is True

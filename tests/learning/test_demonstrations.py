@@ -3,6 +3,7 @@ replay, and the prompts behavior cloning trains on being the agent's own."""
 
 import json
 import random
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -154,6 +155,61 @@ async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
         for quote in demo.quotes:
             page = await detour_web.loader.load(quote.url)
             assert page.text_index.find(quote.extract) is not None
+
+
+async def test_quoted_answers_state_the_fact_in_the_quote_s_own_words(learning_web: Web) -> None:
+    """`--answers quoted`: a factoid's answer is its quote's sentence, cited, where the
+    reference answer says the fact in other words; every answer still fits the grammar."""
+    assert learning_web.offline is not None
+    questions = [
+        q for q in generate_questions(learning_web.offline, per_page=5) if q.kind == "factoid"
+    ]
+    styles: dict[str, list[Demonstration]] = {"reference": [], "quoted": []}
+    for answers in ("reference", "quoted"):
+        for question in questions:
+            session = learning_web.session(config=SessionConfig(max_actions=20))
+            config = ScriptedConfig(detour_share=0, answers=answers)  # type: ignore[arg-type]
+            if (demo := await demonstrate(question, session, random.Random(0), config)) is not None:
+                styles[answers].append(demo)
+    reference = {d.question: d for d in styles["reference"]}
+    # a reference answer the grammar refuses is dropped; its quoted answer may fit
+    assert {d.question for d in styles["quoted"]} >= set(reference)
+    painted = next(d for d in styles["quoted"] if d.question == "Who painted the Mona Lisa?")
+    said = "It was painted by Leonardo da Vinci in the early sixteenth century [1]."
+    assert painted.answer == said
+    assert reference[painted.question].answer != painted.answer
+    for demo in styles["quoted"]:
+        assert demo.answer is not None and contains_gold(demo.answer, demo.gold_answers)
+        assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
+        if demo.question not in reference:
+            continue
+        assert demo.steps == reference[demo.question].steps  # only the answer differs
+        if demo.answer != reference[demo.question].answer:
+            said = normalize(demo.answer.removesuffix(" [1]."))
+            assert said in normalize(demo.quotes[0].extract)
+
+
+def test_a_quoted_answer_needs_its_gold_within_the_first_citation_s_bound() -> None:
+    from webgpt.agent.grammar import FIRST_CITATION_CHARS
+    from webgpt.evals.questions import Question
+    from webgpt.learning.scripted import quoted_answer
+
+    late = "x" * (FIRST_CITATION_CHARS // 2)
+    quote = f"The river, {late}, flows north, {late}, into the Irrawaddy."
+    question = Question(
+        question="what river does it flow into",
+        kind="factoid",
+        gold_answers=["Irrawaddy"],
+        answer="It flows into the Irrawaddy [1].",
+    )
+    assert quoted_answer(quote, question) is None  # cut at a clause, it loses the answer
+    entry = Question(
+        question="what does json.dumps() do",
+        kind="factoid",
+        gold_answers=["Serialize obj"],
+        answer="json.dumps() — Serialize obj to a JSON formatted str [1].",
+    )
+    assert quoted_answer("Serialize obj to a JSON formatted str.", entry) is None
 
 
 async def _demonstrate_docs_entry(
