@@ -84,8 +84,8 @@ class BCConfig(TrainingArguments):
         default="all",
         metadata={
             "help": "the pairs of each demonstration trained on: all (every command and the "
-            "answer) or answers (the answer alone: how answers are written changes, "
-            "browsing is not trained)",
+            "answer) or answers (the answer alone: no command is a training example, but "
+            "the weights are shared, so browsing can change too)",
             "choices": EXAMPLE_KINDS,
         },
     )

@@ -6,7 +6,8 @@ serves), reformulates with the page's title when the page is not among the resul
 the result that leads to the page, finds or scrolls to the sentence that holds the answer
 (a question about a documented entry, a Python function or a manual's option, setting or
 term, repeats `Find in page:` of its name until the entry is in view), quotes it, ends,
-and writes a short answer that states the fact and cites it. A share of
+and writes a short answer that states the fact and cites it (or the quote's sentence
+itself, ScriptedConfig.answers). A share of
 episodes take realistic detours (a wrong result then `Back`, a scroll away and back) so a
 cloned policy learns to recover; a first search that misses is shown wherever the
 question's words miss the page.

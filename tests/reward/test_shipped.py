@@ -1,7 +1,7 @@
 """The shipped reward model (agent/weights/rm-synthetic-v5) and quote ranker
 (agent/weights/quotes-v2): `webgpt model prepare` merges each adapter onto the weights of
-the policy it was trained on (v5, shipped for that; the default, v14), and the result
-scores what the model scored when it was trained.
+the policy it was trained on (v5, shipped for that; v14, the default's parent), and the
+result scores what the model scored when it was trained.
 
 shipped_reference.json holds the first three decided pairs (file order) of the held-out
 comparisons the reward model was measured on (`cmp-q-dev.jsonl`, docs/reward.md) with the
