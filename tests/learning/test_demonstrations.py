@@ -189,6 +189,15 @@ async def test_quoted_answers_state_the_fact_in_the_quote_s_own_words(learning_w
             assert said in normalize(demo.quotes[0].extract)
 
 
+def test_an_unknown_answer_style_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from webgpt.service.cli import build_parser
+
+    command = ["demos", "generate", "--scripted", "--out", "d.jsonl", "--answers", "short"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(command)
+    assert "--answers: invalid choice: 'short'" in capsys.readouterr().err
+
+
 def test_a_quoted_answer_needs_its_gold_within_the_first_citation_s_bound() -> None:
     from webgpt.agent.grammar import FIRST_CITATION_CHARS
     from webgpt.evals.questions import Question
