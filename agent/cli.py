@@ -3,11 +3,13 @@
 import argparse
 import asyncio
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult
+from webgpt.agent.answerability import load_answerability
 from webgpt.agent.episode import REWRITES, EpisodeConfig, answer_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
@@ -60,6 +62,15 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         help="answer even when the question names something (a year, a name) no quote shows",
     )
     add_quote_ranker(parser)
+    parser.add_argument(
+        "--answerability",
+        default=os.environ.get("WEBGPT_ANSWERABILITY", "none"),
+        metavar="FOLDER",
+        help="decline where this answerability model (`webgpt train answerability`) judges "
+        "that the collected quotes do not answer, in place of the grounded declines; `none`: "
+        'off (default: $WEBGPT_ANSWERABILITY, else none; docs/agent.md, "Declines by '
+        'answerability")',
+    )
     parser.add_argument(
         "--evidence-declines",
         action=argparse.BooleanOptionalAction,
@@ -164,6 +175,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "decline_threshold": args.decline_threshold,
         "explanation_quotes": args.explanation_quotes,
         "grounded_declines": not args.no_grounded_declines,
+        "answerability": load_answerability(args.answerability, getattr(args, "store", None)),
         "evidence_declines": args.evidence_declines,
         "evidence_margin": args.evidence_margin,
         "relevant_quotes": args.relevant_quotes or None,

@@ -14,6 +14,7 @@ from webgpt.agent.answer_rules import (
     distinct_sentence_count,
     unshown_names,
 )
+from webgpt.agent.answerability import Answerability
 from webgpt.agent.declines import (
     DECLINE_CLAUSE_REGEX,
     DECLINE_PREFIX,
@@ -57,6 +58,7 @@ MIN_OPENING_WORDS = 3
 AnswerBranch = Literal["either", "cited", "decline"]
 # What may change an answer after the policy's first draft (ShapedEvent.part):
 SHAPING_PARTS = {
+    "answerability_decline": "declined: the answerability model judged the quotes no answer",
     "grounded_decline": "declined: the question names what no quote shows",
     "decline_threshold": "the policy's own probability of a decline chose the branch",
     "judged_decline": "declined: the decline judgment scored the decline above the answer",
@@ -114,6 +116,11 @@ class EpisodeConfig:
     # served where its score passes the answer's by more than judge_margin. None: off.
     decline_judge: Scorer | None = field(default=None, compare=False)
     judge_margin: float = 0.0
+    # Declines by answerability (agent.answerability; docs/agent.md, "Declines by
+    # answerability"): a learned model reads how much of the question the quotes and their
+    # pages show, and below its threshold the answer is the decline; it decides in place
+    # of the grounded declines. None: off.
+    answerability: Answerability | None = field(default=None, compare=False)
     # The question's own search (docs/questions.md), on by default since it passed its
     # promotion rule on the default policy (docs/eval/promotion-rules-question-search.md):
     # the episode's first Search is the question's own words (agent.queries.question_query).
@@ -217,6 +224,8 @@ class EpisodeResult:
     judgment: tuple[float, float] | None = None
     # With declines by evidence: how far the best quote's score passed the decline's
     evidence: float | None = None
+    # With an answerability model: its probability that the quotes answer the question
+    answerability: float | None = None
     # The parts other than the policy's sampling that changed the answer, in order
     # (SHAPING_PARTS); empty: the answer is the policy's first draft as written.
     shaped_by: list[str] = field(default_factory=list)
@@ -470,10 +479,17 @@ async def _drafted_answer(
             for page in session.quoted_pages.values()
         ]
         result.unshown = unshown_names(session.question, session.quotes, pages)
+        if config.answerability is not None:
+            quoted = [f"{quote.title}\n{quote.extract}" for quote in session.quotes]
+            result.answerability = config.answerability.probability(session.question, quoted, pages)
     threshold = config.evidence_threshold()
     if threshold is not None and config.quote_ranker is not None:
         result.evidence = await evidence_lead(config.quote_ranker, session.question, session.quotes)
-    if result.unshown and config.grounded_declines:
+    if config.answerability is not None and result.answerability is not None:
+        if result.answerability < config.answerability.model.threshold:
+            await shaped("answerability_decline", f"{result.answerability:.2f}")
+            branch = "decline"
+    elif result.unshown and config.grounded_declines:
         await shaped("grounded_decline", ", ".join(result.unshown))
         branch = "decline"
     elif threshold is not None and result.evidence is not None:

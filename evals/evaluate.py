@@ -80,6 +80,7 @@ class Outcome:
     judgment: tuple[float, float] | None = None
     # With declines by evidence: how far the best quote's score passed the decline's
     evidence: float | None = None
+    answerability: float | None = None  # EpisodeResult.answerability
     degenerate: str | None = None  # agent.degenerate.degeneracy of the answer
     shaped_by: list[str] = field(default_factory=list)  # EpisodeResult.shaped_by
     cited_sentences: int = 0  # sentences that cite a quote
@@ -324,6 +325,7 @@ async def evaluate_policy(
                 unshown=result.unshown,
                 judgment=result.judgment,
                 evidence=result.evidence,
+                answerability=result.answerability,
                 degenerate=degeneracy(answer, question.question),
                 shaped_by=result.shaped_by,
                 cited_sentences=cited_sentences,

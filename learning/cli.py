@@ -249,6 +249,31 @@ def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]")
         "prepare PPO on many GPUs with verl: data, agent-loop config, launch command",
         _train_verl,
     )
+    answerability = kinds.add_parser(
+        "answerability",
+        help="the model that decides, from the collected quotes, whether to answer or decline",
+        description="Fits agent.answerability's model on the policy's own episodes: `webgpt "
+        "eval --json-out` runs on training questions, recorded with --no-grounded-declines "
+        '(learning/answerability.py; docs/agent.md, "Declines by answerability").',
+    )
+    answerability.add_argument(
+        "--episodes",
+        type=Path,
+        action="append",
+        required=True,
+        help="eval --json-out file, repeatable",
+    )
+    answerability.add_argument("--out", type=Path, required=True, help="the model's folder")
+    answerability.add_argument("--store", type=Path, default=None, help="offline web file")
+    answerability.set_defaults(run=_train_answerability)
+
+
+def _train_answerability(args: argparse.Namespace) -> int:
+    from webgpt.browser.offline import default_store_path
+    from webgpt.learning.answerability import train
+
+    train(args.episodes, args.store or default_store_path(), args.out, print_progress)
+    return 0
 
 
 def _per_split(spec: str) -> dict[str, int]:

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
+from webgpt.agent.answerability import load_answerability
 from webgpt.agent.model import DEFAULT_QUOTE_RANKER, DEFAULT_REWARD
+from webgpt.browser.web import WebSettings
 from webgpt.infra.settings import Settings, webgpt_home
 from webgpt.service.access import ApiKey, parse_keys
 
@@ -79,6 +81,12 @@ class ServiceSettings(Settings):
     # what no quote shows.
     explanation_quotes: int = Field(default=2, ge=1, le=2)
     grounded_declines: bool = True
+    # Declines by answerability (agent.episode.EpisodeConfig.answerability; docs/agent.md,
+    # "Declines by answerability"): a folder of `webgpt train answerability`, whose model
+    # judges from the collected quotes whether to answer or decline, in place of the
+    # grounded declines; `none`: off. Its word rarities come from the offline web
+    # (WEBGPT_OFFLINE_STORE, else the built one).
+    answerability: str = "none"
     # Declines by evidence (agent.episode.EpisodeConfig.evidence_declines): with a quote
     # ranker trained with decline rows, decline where it scores no collected quote above
     # the decline by more than its margin (chosen on dev, recorded in its checkpoint;
@@ -199,6 +207,7 @@ class ServiceSettings(Settings):
         return {
             "explanation_quotes": self.explanation_quotes,
             "grounded_declines": self.grounded_declines,
+            "answerability": load_answerability(self.answerability, WebSettings().offline_store),
             "evidence_declines": self.evidence_declines,
             "evidence_margin": self.evidence_margin,
             "relevant_quotes": self.relevant_quotes or None,
