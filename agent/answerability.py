@@ -30,6 +30,8 @@ FEATURES = (
     "page_coverage",  # ... that its quoted pages (text, title, address) show
     "rarest_unquoted",  # the weight of its rarest word no quote shows (0: none missing)
     "rarest_off_page",  # the weight of its rarest word no quoted page shows
+    "rarest_unquoted_name",  # ... of its rarest word written as a name no quote shows
+    "rarest_off_page_name",  # ... of its rarest word written as a name no quoted page shows
 )
 # A question's word is shown where a word of the evidence opens with its first
 # SHOWN_PREFIX characters, or is the word itself when it is shorter: "moons" is shown
@@ -102,6 +104,17 @@ class _Evidence:
         return _shown(word, self.words, self.openings)
 
 
+def name_words(question: str) -> set[str]:
+    """The question's words written as a name: with a capital letter (past its first word,
+    which any question capitalises) or a digit, folded as words_of folds them."""
+    found = set()
+    for index, token in enumerate(question.split()):
+        capital = index > 0 and any(c.isupper() for c in token)
+        if capital or any(c.isdigit() for c in token):
+            found.update(words_of(token))
+    return found
+
+
 def features(
     question: str, quotes: Sequence[str], pages: Sequence[str], rarity: TermRarity
 ) -> list[float]:
@@ -111,16 +124,25 @@ def features(
     weights = [rarity.weight(w) for w in words]
     total = sum(weights)
     if not words or total <= 0:
-        return [1.0, 1.0, 0.0, 0.0]
+        return [1.0, 1.0] + [0.0] * (len(FEATURES) - 2)
+    names = name_words(question)
     quoted = _Evidence("\n".join(quotes))
     around = _Evidence("\n".join([*quotes, *pages]))
-    in_quotes = [quoted.shows(w) for w in words]
-    on_pages = [around.shows(w) for w in words]
+    unquoted = [
+        (w, weight) for w, weight in zip(words, weights, strict=True) if not quoted.shows(w)
+    ]
+    off_page = [(w, weight) for w, weight in unquoted if not around.shows(w)]
+
+    def rarest(missing: list[tuple[str, float]], only_names: bool = False) -> float:
+        return max((weight for w, weight in missing if w in names or not only_names), default=0.0)
+
     return [
-        sum(w for w, shown in zip(weights, in_quotes, strict=True) if shown) / total,
-        sum(w for w, shown in zip(weights, on_pages, strict=True) if shown) / total,
-        max((w for w, shown in zip(weights, in_quotes, strict=True) if not shown), default=0.0),
-        max((w for w, shown in zip(weights, on_pages, strict=True) if not shown), default=0.0),
+        1.0 - sum(weight for _, weight in unquoted) / total,
+        1.0 - sum(weight for _, weight in off_page) / total,
+        rarest(unquoted),
+        rarest(off_page),
+        rarest(unquoted, only_names=True),
+        rarest(off_page, only_names=True),
     ]
 
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ from webgpt.evals.questions import contains_gold
 
 L2_PENALTY = 1e-2
 HELD_OUT_SHARE = 0.2  # of the questions, by a hash of their text: for the reported figures
+# The share of answerable training rows the chosen threshold may decline (issue #57's 5%).
+MAX_ANSWERABLE_DECLINED = 0.05
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,14 @@ def fit(rows: Sequence[Row]) -> AnswerabilityModel:
     return AnswerabilityModel(weights=tuple(float(b) for b in beta[:-1]), bias=float(beta[-1]))
 
 
+def with_threshold(model: AnswerabilityModel, rows: Sequence[Row]) -> AnswerabilityModel:
+    """The model with the highest threshold that declines at most MAX_ANSWERABLE_DECLINED of
+    the answerable rows: chosen on training episodes, never on dev."""
+    kept = sorted(model.probability(r.values) for r in rows if r.answerable)
+    threshold = kept[math.floor(MAX_ANSWERABLE_DECLINED * len(kept))]
+    return replace(model, threshold=threshold)
+
+
 def accuracy(model: AnswerabilityModel, rows: Sequence[Row]) -> dict[str, float | int]:
     """Share of each class the model gets right at its threshold."""
     kept = [r for r in rows if r.answerable]
@@ -150,9 +160,9 @@ def train(
         web.close()
     train_rows = [r for r in rows if not held_out(r.question)]
     test_rows = [r for r in rows if held_out(r.question)]
-    scores = accuracy(fit(train_rows), test_rows)
+    scores = accuracy(with_threshold(fit(train_rows), train_rows), test_rows)
     log(f"held out ({len(test_rows)} rows): {scores}")
-    model = fit(rows)
+    model = with_threshold(fit(rows), rows)
     digest = hashlib.sha256()
     for path in sorted(runs):
         digest.update(path.read_bytes())
@@ -167,8 +177,13 @@ def train(
             "episodes": [p.name for p in runs],
             "held_out": scores,
             "l2_penalty": L2_PENALTY,
+            "threshold": model.threshold,
+            "max_answerable_declined": MAX_ANSWERABLE_DECLINED,
         },
     )
     weights = ", ".join(f"{n} {w:+.2f}" for n, w in zip(FEATURES, model.weights, strict=True))
-    log(f"wrote {out} ({len(rows)} rows; weights {weights}, bias {model.bias:+.2f})")
+    log(
+        f"wrote {out} ({len(rows)} rows; weights {weights}, bias {model.bias:+.2f}, "
+        f"threshold {model.threshold:.3f})"
+    )
     return model

@@ -14,6 +14,7 @@ from webgpt.agent.answerability import (
     AnswerabilityModel,
     TermRarity,
     features,
+    name_words,
     words_of,
 )
 from webgpt.agent.declines import decline_answer
@@ -22,7 +23,14 @@ from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.trace import ShapedEvent, TraceEvent
 from webgpt.browser.web import Web
-from webgpt.learning.answerability import Row, fit, label, train
+from webgpt.learning.answerability import (
+    MAX_ANSWERABLE_DECLINED,
+    Row,
+    fit,
+    label,
+    train,
+    with_threshold,
+)
 
 
 def test_words_are_folded() -> None:
@@ -43,9 +51,13 @@ def test_features_of_shown_and_unshown_questions(learning_store: Path) -> None:
     quote = "Kazan\nKazan is a city in Russia on the Volga river."
     # every word of it is in the learning web, and in the quote
     shown = features("Is Kazan on the Volga river?", [quote], [], rarity)
-    assert shown == [1.0, 1.0, 0.0, 0.0]
+    assert shown == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     made_up = features("Is Zenthar on the Volga river?", [quote], [], rarity)
     assert made_up[FEATURES.index("rarest_off_page")] == 1.0
+    assert made_up[FEATURES.index("rarest_off_page_name")] == 1.0  # written as a name
+    lower = features("is zenthar on the volga river?", [quote], [], rarity)
+    assert lower[FEATURES.index("rarest_off_page")] == 1.0
+    assert lower[FEATURES.index("rarest_off_page_name")] == 0.0
     assert made_up[FEATURES.index("quote_coverage")] < shown[FEATURES.index("quote_coverage")]
     # a word the quote shows in another form counts as shown ("rivers" by "river")
     assert features("Kazan rivers", [quote], [], rarity)[0] == 1.0
@@ -56,9 +68,14 @@ def test_features_of_shown_and_unshown_questions(learning_store: Path) -> None:
     assert on_page[FEATURES.index("quote_coverage")] < 1.0
 
 
+def test_words_written_as_names() -> None:
+    assert name_words("Who won the 2031 Tour de France?") == {"2031", "tour", "france"}
+    assert name_words("who won the tour de france") == set()  # the first word aside
+
+
 def _rows() -> list[Row]:
-    answerable = [Row(f"a{i}", [0.9, 1.0, 0.1 + i / 100, 0.0], True) for i in range(20)]
-    unanswerable = [Row(f"u{i}", [0.4, 0.5, 1.0, 1.0 - i / 100], False) for i in range(10)]
+    answerable = [Row(f"a{i}", [0.9, 1.0, 0.1 + i / 100, 0, 0, 0], True) for i in range(20)]
+    unanswerable = [Row(f"u{i}", [0.4, 0.5, 1.0, 1.0 - i / 100, 1, 1], False) for i in range(10)]
     return answerable + unanswerable
 
 
@@ -68,6 +85,15 @@ def test_fit_separates_and_is_deterministic() -> None:
     assert all((model.probability(r.values) >= model.threshold) == r.answerable for r in _rows())
     with pytest.raises(DataError, match="answerable and unanswerable"):
         fit([r for r in _rows() if r.answerable])
+
+
+def test_the_threshold_declines_few_answerable_training_rows() -> None:
+    rows = [*_rows(), Row("odd", [0.4, 0.5, 1.0, 1.0, 1, 1], True)]  # looks unanswerable
+    model = with_threshold(fit(rows), rows)
+    scores = sorted(model.probability(r.values) for r in rows if r.answerable)
+    declined = [s for s in scores if s < model.threshold]
+    assert len(declined) == 1 <= MAX_ANSWERABLE_DECLINED * len(scores)  # the odd one
+    assert model.threshold == scores[1]  # the highest threshold that declines no more
 
 
 def test_model_file_round_trip_and_refusals(tmp_path: Path) -> None:
@@ -80,7 +106,7 @@ def test_model_file_round_trip_and_refusals(tmp_path: Path) -> None:
     (tmp_path / "m" / MODEL_FILE).write_text(json.dumps({**stored, "features": ["other"]}))
     with pytest.raises(DataError, match="features"):
         AnswerabilityModel.load(tmp_path / "m")
-    with pytest.raises(DataError, match="a model of 4"):
+    with pytest.raises(DataError, match=f"a model of {len(FEATURES)}"):
         model.probability([1.0])
 
 
@@ -131,7 +157,7 @@ async def test_an_episode_declines_where_the_model_judges_no_answer(
     model finds the quotes answer."""
     rarity = TermRarity(offline_store)
     # a model that answers where the quotes show the whole question, and declines below
-    coverage = AnswerabilityModel(weights=(10.0, 0.0, 0.0, 0.0), bias=-9.0)
+    coverage = AnswerabilityModel(weights=(10.0, 0.0, 0.0, 0.0, 0.0, 0.0), bias=-9.0)
     config = EpisodeConfig(answerability=Answerability(coverage, rarity))
     question = "Which crow won the 2031 Tour de France?"
     script.commands = list(CROW_EPISODE)
@@ -144,7 +170,7 @@ async def test_an_episode_declines_where_the_model_judges_no_answer(
     [shaped] = [e for e in events if isinstance(e, ShapedEvent)]
     assert shaped.part == "answerability_decline"
 
-    always = AnswerabilityModel(weights=(0.0, 0.0, 0.0, 0.0), bias=5.0)
+    always = AnswerabilityModel(weights=(0.0,) * len(FEATURES), bias=5.0)
     script.commands, script.requests = list(CROW_EPISODE), []
     script.answers = ["Crows are corvids [1]."]
     config = EpisodeConfig(answerability=Answerability(always, rarity))

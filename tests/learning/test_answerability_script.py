@@ -42,7 +42,7 @@ def test_the_model_declines_in_place_of_the_grounded_declines(
     for name, outcomes in (("full", full), ("rerun", rerun)):
         (tmp_path / f"{name}.json").write_text(json.dumps([{"outcomes": outcomes}]))
     # answers only where the quotes show the whole question
-    AnswerabilityModel(weights=(10.0, 0.0, 0.0, 0.0), bias=-9.0).save(tmp_path / "m", {})
+    AnswerabilityModel(weights=(10.0, 0.0, 0.0, 0.0, 0.0, 0.0), bias=-9.0).save(tmp_path / "m", {})
     argv = [str(tmp_path / "full.json"), "--rerun", str(tmp_path / "rerun.json")]
     argv += ["--model", str(tmp_path / "m"), "--store", str(learning_store), "--list"]
     monkeypatch.setattr(sys, "argv", ["answerability_declines.py", *argv])
