@@ -23,6 +23,7 @@ from pathlib import Path
 
 from webgpt.agent.errors import ConfigurationError, DataError
 from webgpt.browser.offline import default_store_path
+from webgpt.infra.settings import Settings
 
 MODEL_FILE = "answerability.json"
 FEATURES = (
@@ -200,6 +201,11 @@ class Answerability:
 
     def probability(self, question: str, quotes: Sequence[str], pages: Sequence[str]) -> float:
         return self.model.probability(features(question, quotes, pages, self.rarity))
+
+
+class AnswerabilitySettings(Settings):
+    # WEBGPT_ANSWERABILITY, read by the service too (service.settings.ServiceSettings)
+    answerability: str = "none"
 
 
 @lru_cache(maxsize=8)

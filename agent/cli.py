@@ -3,13 +3,12 @@
 import argparse
 import asyncio
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult
-from webgpt.agent.answerability import load_answerability
+from webgpt.agent.answerability import AnswerabilitySettings, load_answerability
 from webgpt.agent.episode import REWRITES, EpisodeConfig, answer_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
@@ -64,7 +63,7 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     add_quote_ranker(parser)
     parser.add_argument(
         "--answerability",
-        default=os.environ.get("WEBGPT_ANSWERABILITY", "none"),
+        default=AnswerabilitySettings().answerability,
         metavar="FOLDER",
         help="decline where this answerability model (`webgpt train answerability`) judges "
         "that the collected quotes do not answer, in place of the grounded declines; `none`: "

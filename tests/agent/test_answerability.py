@@ -177,3 +177,24 @@ async def test_an_episode_declines_where_the_model_judges_no_answer(
     result = await run_episode(0, web.session(), policy, question, config)
     assert result.answer == "Crows are corvids [1]." and result.shaped_by == []
     assert result.unshown == ["2031", "Tour", "France"]  # what the grounded rule would decline
+
+
+def test_the_option_and_its_variable(
+    learning_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--answerability names a model folder; WEBGPT_ANSWERABILITY gives its default, as the
+    service reads it; `none` is off."""
+    import argparse
+
+    from webgpt.agent.cli import add_answer_rules, answer_rules
+    from webgpt.service.settings import ServiceSettings
+
+    fit(_rows()).save(tmp_path / "m", {})
+    monkeypatch.setenv("WEBGPT_ANSWERABILITY", str(tmp_path / "m"))
+    monkeypatch.setenv("WEBGPT_OFFLINE_STORE", str(learning_store))
+    parser = argparse.ArgumentParser()
+    add_answer_rules(parser)
+    judge = answer_rules(parser.parse_args([]))["answerability"]
+    assert isinstance(judge, Answerability) and judge.model == fit(_rows())
+    assert ServiceSettings().answer_rules()["answerability"].model == judge.model
+    assert answer_rules(parser.parse_args(["--answerability", "none"]))["answerability"] is None
