@@ -284,6 +284,14 @@ def tokenize_example(tokenizer: Any, example: Example) -> dict[str, list[int]]:
     }
 
 
+def epochs_trained(epoch: float | None, global_step: int, resumed_step: int) -> float:
+    """The epochs this process trained: a resumed run's part of the run's `epoch` (a
+    fraction where --max-steps stopped it before an epoch's end). The tokens it read are
+    the data's tokens times that."""
+    done = global_step - resumed_step
+    return float(epoch or 0.0) * done / max(global_step, 1)
+
+
 def data_digest(paths: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     for path in sorted(paths):
@@ -498,8 +506,7 @@ def train_bc(
     log(f"valid unguided commands on held-out prompts after training: {validity_after:.2f}")
     runtime = float(train_output.metrics.get("train_runtime", 0.0))
     state = trainer.state
-    epochs_here = (state.global_step - _step_of(resume_from)) / max(state.max_steps, 1)
-    epochs_here *= state.num_train_epochs  # of this process: a resumed run's part
+    epochs_here = epochs_trained(state.epoch, state.global_step, _step_of(resume_from))
     metrics: dict[str, Any] = {
         "trained": True,
         "method": "bc-lora" if as_adapter else "bc-full",

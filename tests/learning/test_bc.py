@@ -24,6 +24,7 @@ from webgpt.learning.bc import (
     BCResult,
     TimeBudget,
     collator,
+    epochs_trained,
     examples_of,
     tokenize_example,
     train_bc,
@@ -579,3 +580,10 @@ async def test_an_adapter_is_merged_into_its_registry_base_for_serving(
     # bf16 weights, rounded once when merged: close, not bit-equal
     assert torch.allclose(served, expected, atol=0.1)
     assert not torch.allclose(served, logits(base), atol=0.1)  # the adapter is in
+
+
+def test_the_epochs_a_run_trained_count_a_max_steps_stop_and_a_resume() -> None:
+    assert epochs_trained(2.0, 100, 0) == 2.0
+    assert epochs_trained(0.43, 120, 0) == 0.43  # --max-steps 120 stopped it mid-epoch
+    assert epochs_trained(1.0, 100, 50) == 0.5  # resumed at step 50: this process's half
+    assert epochs_trained(None, 0, 0) == 0.0
