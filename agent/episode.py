@@ -98,7 +98,8 @@ class EpisodeConfig:
     # policy picks them as a first move and answers nothing; unguided policies always may.
     allow_refusal: bool = False
     command_max_tokens: int = 64
-    answer_max_tokens: int = 600  # > 4 x grammar.FIRST_CITATION_CHARS
+    # Ends a run-on answer: one cut here before its citation is degenerate, and retried.
+    answer_max_tokens: int = 600
     # Decline when the policy's own probability of opening its answer with the decline's
     # words (DECLINE_OPENING, after the answer prompt) is at least this, else write a cited
     # answer: a choice made on the whole decline rather than token by token, tunable on
