@@ -48,9 +48,8 @@ class ScriptedConfig:
     max_scroll_steps: int = 4
     # A factoid's answer: "reference", the question's short reference answer ("Ada
     # Lovelace was born in 1815 [1]."); "quoted", its quote's sentence in the quote's own
-    # words (quoted_answer), what the served answer phase makes of a draft that copies a
-    # quote's opening (agent.answer_rules.completed_from_quote), so that the policy writes
-    # it in one generation.
+    # words, whole (quoted_answer): what a policy must write in one generation, since the
+    # served answer phase rewrites no sentence of it.
     answers: AnswerStyle = "reference"
 
 
