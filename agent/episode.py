@@ -373,7 +373,8 @@ async def write_answer(
     """The answer phase, into result: the policy writes an answer citing the session's
     quotes (none without quotes); citations of no quote are removed, a decline cites none
     and its sentence is written by rule from the question (agent.declines.decline_answer).
-    A question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
+    With an answerability model, it decides whether to decline (EpisodeConfig.answerability);
+    else a question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
     else, with declines by evidence, the quote ranker's evidence margin chooses
     (EpisodeConfig.evidence_declines); else, with a decline threshold, the policy's
     probability of a decline chooses which;
