@@ -87,10 +87,9 @@ class TermRarity:
 def _shown(word: str, evidence: frozenset[str], openings: frozenset[str]) -> bool:
     if len(word) <= SHOWN_PREFIX:
         return word in evidence
+    # the opening is a cheap first test: most words of a long page share none with it
     return word[:SHOWN_PREFIX] in openings and any(
-        w.startswith(word[:SHOWN_PREFIX]) and (w.startswith(word) or word.startswith(w))
-        for w in evidence
-        if len(w) >= SHOWN_PREFIX
+        w.startswith(word) or word.startswith(w) for w in evidence if len(w) >= SHOWN_PREFIX
     )
 
 
