@@ -84,6 +84,10 @@ def rows_of(runs: Iterable[Path], rarity: TermRarity, page_text: Callable[[str],
             reports = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise DataError(f"{path}: not a `webgpt eval --json-out` file: {error}") from error
+        if not isinstance(reports, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("outcomes"), list) for r in reports
+        ):
+            raise DataError(f"{path}: not a `webgpt eval --json-out` file: no outcomes list")
         for report in reports:
             for outcome in report["outcomes"]:
                 answerable = label(outcome)

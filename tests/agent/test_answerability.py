@@ -198,3 +198,16 @@ def test_the_option_and_its_variable(
     assert isinstance(judge, Answerability) and judge.model == fit(_rows())
     assert ServiceSettings().answer_rules()["answerability"].model == judge.model
     assert answer_rules(parser.parse_args(["--answerability", "none"]))["answerability"] is None
+
+
+def test_a_file_that_is_no_eval_run_is_a_clear_error(learning_store: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(DataError, match="not a `webgpt eval --json-out` file"):
+        train([broken], learning_store, tmp_path / "model", lambda _: None)
+    assert not (tmp_path / "model").exists()  # nothing half-written
+    broken.write_text('{"figures": {}}')
+    with pytest.raises(DataError, match="no outcomes list"):
+        train([broken], learning_store, tmp_path / "model", lambda _: None)
+    with pytest.raises(DataError, match="not a `webgpt eval --json-out` file"):
+        train([tmp_path / "missing.json"], learning_store, tmp_path / "model", lambda _: None)
