@@ -136,56 +136,7 @@ def _content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(_fold(text)) if w not in _KIND_WORDS and len(w) > 1]
 
 
-_DOCS_HEAD = re.compile(r"^[^\[\]]*? — ")  # a docs answer's "json.dumps() — "
-_AFTER_CITATION = re.compile(r"^[.!?]?\s*")  # a later sentence's text opens after ". "
 _QUOTE_SENTENCE_START = re.compile(r"(?<=[.!?])\s+")
-# A quote's sentence ends at a stop before a capital or the quote's end, not in "e.g. the".
-_QUOTE_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z\"“(]|\s*$)")
-MIN_COMPLETED_WORDS = 2
-
-
-def completed_from_quote(answer: str, quotes: Sequence[Quoted]) -> str | None:
-    """The answer with each cited sentence that is the opening of a sentence of the quote
-    it cites (after a docs answer's "name() — " head), MIN_COMPLETED_WORDS words or more,
-    cut short, completed to that sentence's end with the quote's own words:
-    "asyncio.set_child_watcher() — set the current [1]." of "Set the current child watcher
-    to watcher for the current policy." (a demonstration's answer stops 56 characters in).
-    None where no sentence is cut short, the answer declines, or completed it would say
-    something twice (distinct_sentence_count falls)."""
-    if is_declined(answer):
-        return None
-    pieces = CITATION.split(answer)  # a sentence's text, its citation's number, ...
-    texts, cites = pieces[0::2], [int(n) for n in pieces[1::2]]
-    completed_any = False
-    for i, cite in enumerate(cites):
-        lead = (_DOCS_HEAD if i == 0 else _AFTER_CITATION).match(texts[i])
-        head = lead[0] if lead else ""
-        whole = _completed_sentence(texts[i][len(head) :], cite, quotes)
-        if whole is not None:
-            texts[i] = f"{head}{whole} "
-            completed_any = True
-    cited = zip(texts[:-1], cites, strict=True)  # the text after the last citation apart
-    completed = "".join(f"{text}[{cite}]" for text, cite in cited) + texts[-1]
-    if not completed_any or distinct_sentence_count(completed) < distinct_sentence_count(answer):
-        return None
-    return completed
-
-
-def _completed_sentence(text: str, cite: int, quotes: Sequence[Quoted]) -> str | None:
-    """The text completed to the end of the sentence of quote `cite` it opens, or None."""
-    words = text.strip().rstrip(",;:").split()
-    if len(words) < MIN_COMPLETED_WORDS or not 1 <= cite <= len(quotes):
-        return None
-    quote = quotes[cite - 1].extract
-    opening = re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
-    for start in [0, *(m.end() for m in _QUOTE_SENTENCE_START.finditer(quote))]:
-        copied = opening.match(quote, start)
-        if copied is None:
-            continue
-        end = _QUOTE_SENTENCE_END.search(quote, copied.end())
-        rest = quote[copied.end() : end.start() if end else len(quote)].rstrip()
-        return " ".join(words) + rest if rest.strip() else None
-    return None
 
 
 def asks_for_explanation(question: str) -> bool:

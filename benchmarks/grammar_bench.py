@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from webgpt.agent.grammar import (
     ANSWER_TEXT,
-    FIRST_CITATION_CHARS,
     answer_regex,
     browsing_regex,
     quoted_sentence_regex,
@@ -35,6 +34,8 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 
 TEXT = "[^\\[\\]■\\n]"
+# The answer's first sentence was bounded to this many characters until 2026-12-02.
+FIRST_SENTENCE_CHARS_BEFORE = 140
 # The free-text runs as they were bounded before (commit 12d71b0).
 BOUNDED_BEFORE = {
     "Search [^\\n]+": "Search [^\\n]{1,100}",
@@ -65,10 +66,10 @@ BY_QUOTE = " published his American Dictionary, e.g. the one of 1828 [3]."
 
 
 def numbers_bounded(regex: str) -> str:
-    """The answer grammar with its first run bounded where quotes show numbers too."""
+    """The answer grammar with its first run bounded, as it was where no number is shown."""
     unbounded_first = f"{ANSWER_TEXT}{{10,}}|"
     assert unbounded_first in regex
-    return regex.replace(unbounded_first, f"{ANSWER_TEXT}{{10,{FIRST_CITATION_CHARS}}}|")
+    return regex.replace(unbounded_first, f"{ANSWER_TEXT}{{10,{FIRST_SENTENCE_CHARS_BEFORE}}}|")
 
 
 def browsing_before(regex: str) -> str:

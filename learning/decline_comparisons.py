@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.grammar import FIRST_CITATION_CHARS
 from webgpt.browser.offline import OfflineWeb
 from webgpt.browser.page import domain_of
 from webgpt.evals.questions import Question, Split, contains_gold, split_of
@@ -205,7 +204,7 @@ def _other_page(
 
 def _copied(quote: Quote) -> str | None:
     """An answer that copies the quote and cites it, as a small policy's draft does."""
-    return answer_sentence(quote.extract, 1, FIRST_CITATION_CHARS - 2)
+    return answer_sentence(quote.extract, 1)
 
 
 def _row(

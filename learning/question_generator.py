@@ -32,8 +32,8 @@ from webgpt.browser.corpus import MANUALS, PYTHON_DOCS
 from webgpt.browser.offline import OfflineWeb
 from webgpt.evals.questions import Question, Split, normalize, split_of
 
-# The answer grammar (agent.grammar.answer_regex) wants the first citation within
-# FIRST_CITATION_CHARS; reference answers put it right after the fact.
+# A reference answer cites right after the fact, within this many characters: an answer
+# a reader takes in at a glance.
 MAX_LEAD_CHARS = 110
 DOCS_CLAUSE_CHARS = 56  # a docs entry's gold phrase: the start of its first sentence
 # Questions per page of docs or a manual, times per_page: such a page documents many names.

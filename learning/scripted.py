@@ -29,16 +29,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex, quote_choices
+from webgpt.agent.grammar import answer_regex, quote_choices
 from webgpt.agent.queries import question_query
 from webgpt.browser.session import BrowserSession
 from webgpt.evals.questions import Question, contains_gold, normalize
 from webgpt.learning.demonstrations import Demonstration, Recorder
 
 DETOURS = ("wrong_result", "scroll")
-# A demonstrated long-form sentence after the first is at most this long (the first must
-# cite within grammar.FIRST_CITATION_CHARS): answers a reader takes in at a glance.
-SENTENCE_CHARS = 220
 # How a demonstrated factoid's answer is written (ScriptedConfig.answers).
 AnswerStyle = Literal["reference", "quoted"]
 
@@ -51,9 +48,8 @@ class ScriptedConfig:
     max_scroll_steps: int = 4
     # A factoid's answer: "reference", the question's short reference answer ("Ada
     # Lovelace was born in 1815 [1]."); "quoted", its quote's sentence in the quote's own
-    # words (quoted_answer), what the served answer phase makes of a draft that copies a
-    # quote's opening (agent.answer_rules.completed_from_quote), so that the policy writes
-    # it in one generation.
+    # words, whole (quoted_answer): what a policy must write in one generation, since the
+    # served answer phase rewrites no sentence of it.
     answers: AnswerStyle = "reference"
 
 
@@ -208,11 +204,11 @@ async def demonstrate(
 
 
 def quoted_answer(quote: str, question: Question) -> str | None:
-    """A factoid's answer in its quote's words: the quote's sentence citing it, cut at a
-    clause within the first citation's bound (answer_sentence), where it states a gold
-    answer and the reference answer does not already say it (a docs entry's "name() —
-    sentence [1]." copies its entry's sentence after the name); else None."""
-    sentence = answer_sentence(quote, 1, FIRST_CITATION_CHARS - 2)
+    """A factoid's answer in its quote's words: the quote's sentence, whole, citing it
+    (answer_sentence), where it states a gold answer and the reference answer does not
+    already say it (a docs entry's "name() — sentence [1]." copies its entry's sentence
+    after the name); else None."""
+    sentence = answer_sentence(quote, 1)
     if sentence is None or not contains_gold(sentence, question.gold_answers):
         return None
     if normalize(sentence.removesuffix(" [1].")) in normalize(question.answer or ""):
@@ -243,17 +239,12 @@ async def _end_and_answer(
 # -- Long-form answers and declines ---------------------------------------------------
 
 
-def answer_sentence(quote: str, number: int, limit: int) -> str | None:
-    """One answer sentence from a quote, citing it: "<quote, cut at a clause> [n]." within
-    `limit` characters before the citation; None when no clause is short enough."""
+def answer_sentence(quote: str, number: int) -> str | None:
+    """One answer sentence from a quote, citing it: "<the quote's sentence, whole> [n].";
+    None where it holds a square bracket or ■, which an answer may not."""
     text = " ".join(quote.split()).rstrip(" .;:,")
     if re.search(r"[\[\]■]", text):
         return None
-    while len(text) > limit:
-        cut = max(text.rfind(", ", 0, limit), text.rfind("; ", 0, limit))
-        if cut < limit // 3:
-            return None
-        text = text[:cut]
     return f"{text[:1].upper()}{text[1:]} [{number}]."
 
 
@@ -262,8 +253,7 @@ def compose_answer(quotes: list[str]) -> str | None:
     citing the quote it comes from."""
     sentences = []
     for number, quote in enumerate(quotes, start=1):
-        limit = (FIRST_CITATION_CHARS if number == 1 else SENTENCE_CHARS) - 2
-        sentence = answer_sentence(quote, number, limit)
+        sentence = answer_sentence(quote, number)
         if sentence is None:
             return None
         sentences.append(sentence)

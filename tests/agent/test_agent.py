@@ -107,12 +107,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
 
 
 async def test_grammar_on_a_real_page(web: Web) -> None:
-    from webgpt.agent.grammar import (
-        FIRST_CITATION_CHARS,
-        MAX_TAIL_CHARS,
-        answer_regex,
-        browsing_regex,
-    )
+    from webgpt.agent.grammar import MAX_TAIL_CHARS, answer_regex, browsing_regex
 
     session = web.session(config=SessionConfig(max_actions=7))
     session.reset("q")
@@ -148,12 +143,12 @@ async def test_grammar_on_a_real_page(web: Web) -> None:
     assert browsing_regex(session) == "End: Answer"  # the last action ends with an answer
     # The engine compiles a character class bounded to n into n states, each with its token
     # mask (~1 s for the old {1,100} query at every step): free text is unbounded, but for
-    # the answer's first citation and its few characters after the last (agent.grammar).
+    # the few characters after the answer's last citation (agent.grammar).
     bounded_text = re.compile(r"\]\{\d+,(\d+)\}")
     for grammar in (empty, forced_search, on_results, on_page, forced):
         assert bounded_text.findall(grammar) == [], grammar
     answer = answer_regex("q", [quoted("Crows are birds."), quoted("Ravens too.")])
-    assert bounded_text.findall(answer) == [str(FIRST_CITATION_CHARS), str(MAX_TAIL_CHARS)]
+    assert bounded_text.findall(answer) == [str(MAX_TAIL_CHARS)]
     assert re.fullmatch(answer, "Crows are birds [1] and ravens too [2].")
     assert not re.fullmatch(answer, "No citation at all, just prose.")
     assert not re.fullmatch(answer, "Dangling citation here [3].")
@@ -463,14 +458,15 @@ async def test_policy_failure_in_every_episode_raises(
         await Agent(web, policy).answer("q")
 
 
-def test_the_first_citation_always_fits_the_answer_token_budget() -> None:
-    from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex
+def test_a_first_sentence_may_copy_a_whole_quote_sentence() -> None:
+    from webgpt.agent.degenerate import degeneracy
+    from webgpt.agent.grammar import MAX_QUOTE_CHARS, answer_regex
 
-    # Worst case: every character costs 4 tokens (one per UTF-8 byte).
-    assert 4 * FIRST_CITATION_CHARS + len("[1]") < EpisodeConfig().answer_max_tokens
     grammar = answer_regex("Which birds?", [quoted("Crows are birds.")])  # no number shown
-    assert re.fullmatch(grammar, "x" * FIRST_CITATION_CHARS + "[1]")
-    assert not re.fullmatch(grammar, "x" * (FIRST_CITATION_CHARS + 1) + "[1]")
+    assert re.fullmatch(grammar, "x" * MAX_QUOTE_CHARS + " [1].")
+    assert not re.fullmatch(grammar, "x" * 9 + "[1]")  # ten characters at least
+    # one the token budget cuts before its citation is degenerate: it gets the one retry
+    assert degeneracy("Crows are birds of many kinds that live for long", "Which birds?") == "cut"
 
 
 def test_an_answer_states_only_numbers_that_its_question_or_quotes_show() -> None:

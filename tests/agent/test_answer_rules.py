@@ -434,9 +434,8 @@ async def test_a_retry_that_runs_on_too_is_declined(
 async def test_each_rewrite_can_be_left_out_to_measure_its_worth(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """Without the retry, a degenerate answer is declined at once: it is never served,
-    whichever rewrites run; without the completion, a sentence stopping short of its
-    quote's is served as the policy wrote it."""
+    """Without the retry, a degenerate answer is declined at once: it is never served; a
+    sentence stopping short of its quote's is served as the policy wrote it."""
     question = "How do crows recognise faces?"
     script.commands = list(EXPLAINED)
     script.answers = [REPEATED]
@@ -447,12 +446,10 @@ async def test_each_rewrite_can_be_left_out_to_measure_its_worth(
     assert len([r for r in script.requests if r.get("stream")]) == 1  # nothing written again
 
     short = "Crows can recognise individual human faces [1]."
-    for rewrites, answer in ((REWRITES, f"{FACES[:-1]} [1]."), (REWRITES - {"completed"}, short)):
-        script.commands, script.requests = list(CROW_EPISODE), []
-        script.answers = [short]
-        config = EpisodeConfig(rewrites=rewrites)
-        result = await run_episode(0, web.session(), policy, "What can crows do?", config)
-        assert result.answer == answer
+    script.commands, script.requests = list(CROW_EPISODE), []
+    script.answers = [short]
+    result = await run_episode(0, web.session(), policy, "What can crows do?", EpisodeConfig())
+    assert result.answer == short and result.shaped_by == []
 
 
 def test_only_known_rewrites_can_be_left_out() -> None:
@@ -465,7 +462,7 @@ def test_only_known_rewrites_can_be_left_out() -> None:
     parser = argparse.ArgumentParser()
     add_answer_rules(parser)
     assert EpisodeConfig(**answer_rules(parser.parse_args([]))).rewrites == REWRITES
-    args = parser.parse_args(["--no-rewrite", "completed", "--no-rewrite", "degenerate_retry"])
+    args = parser.parse_args(["--no-rewrite", "degenerate_retry"])
     assert answer_rules(args)["rewrites"] == frozenset()
     with pytest.raises(SystemExit):
         parser.parse_args(["--no-rewrite", "grounded_decline"])  # a decline, not a rewrite
@@ -499,12 +496,12 @@ async def test_an_answer_that_restates_the_question_is_written_from_its_quote(
     assert result.answer == decline_answer(question)
     assert result.shaped_by == ["degenerate_retry", "degenerate_decline"]
 
-    # a draft that copies the opening of the quote's sentence is completed from it first,
-    # and then says something: no retry
+    # a draft that copies the opening of the quote's sentence and says something is the
+    # policy's own: no retry
     script.commands, script.requests = list(CROW_EPISODE), []
-    script.answers = ["Crows can recognise [1]."]
+    script.answers = ["Crows can recognise faces [1]."]
     result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
-    assert result.answer == f"{FACES[:-1]} [1]." and result.shaped_by == ["completed"]
+    assert result.answer == "Crows can recognise faces [1]." and result.shaped_by == []
 
 
 async def test_an_explanation_that_restates_the_question_gets_a_sentence_a_quote(

@@ -6,15 +6,13 @@ and an answer that stops short of its quote's sentence is completed from the quo
 (agent.answer_rules)."""
 
 import re
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import collect_into
-from webgpt.agent.answer_rules import completed_from_quote
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
@@ -119,11 +117,11 @@ async def test_a_find_of_a_named_callable_lands_on_its_entry_and_is_not_repeated
     assert re.fullmatch(browsing_regex(other), "Find in page: acquire(")
 
 
-async def test_a_docs_answer_stopping_short_is_completed_and_the_trace_shows_both(
+async def test_a_docs_answer_is_served_as_the_policy_wrote_it(
     docs_web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """The policy copies the opening of the entry's description and stops, as the
-    generated demonstrations taught it (their answers stop 56 characters in)."""
+    """The Find lands on the entry, the policy quotes its description and writes it after
+    the name; the answer is that one draft, guided or not."""
     commands = [
         "Search asyncio Condition acquire",
         "Clicked on link 0",
@@ -131,69 +129,17 @@ async def test_a_docs_answer_stopping_short_is_completed_and_the_trace_shows_bot
         "Quote: Acquire the underlying lock.",
         "End: Answer",
     ]
-    script.commands = list(commands)
-    draft = "asyncio.Condition.acquire() — acquire the underlying [1]."
-    script.answers = [draft]
-    events: list[TraceEvent] = []
-    result = await run_episode(
-        0, docs_web.session(), policy, QUESTION, EpisodeConfig(), collect_into(events)
-    )
-    whole = "asyncio.Condition.acquire() — acquire the underlying lock [1]."
-    assert result.answer == whole
-    assert [q.extract for q in result.quotes] == ["Acquire the underlying lock."]
-    streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
-    assert streamed == f"{draft}\n{whole}"
-    # unguided, the policy's answer is served as written
-    script.commands, script.answers = list(commands), [draft]
-    unguided = EpisodeConfig(guided=False)
-    assert (await run_episode(0, docs_web.session(), policy, QUESTION, unguided)).answer == draft
-
-
-@dataclass(frozen=True)
-class Quote:
-    extract: str
-    title: str = "Page"
-
-
-CORVUS = "Crows are birds of the genus Corvus, which is wide."
-WATCHER = "Set the current child watcher to watcher for the current policy. It is new."
-
-
-@pytest.mark.parametrize(
-    ("answer", "quotes", "completed"),
-    [
-        (  # a docs answer: the head stays, the description is completed
-            "asyncio.set_child_watcher() — set the current [1].",
-            [WATCHER],
-            "asyncio.set_child_watcher() — set the current child watcher to watcher for "
-            "the current policy [1].",
-        ),
-        (
-            "It is [2]",
-            [WATCHER, "It is a watcher, e.g. the default one. Then more."],
-            "It is a watcher, e.g. the default one [2]",
-        ),
-        ("the current child watcher [1].", [WATCHER], None),  # not a sentence's opening
-        ("Set the current child watcher to watcher for the current policy [1].", [WATCHER], None),
-        ("Set [1].", [WATCHER], None),  # one word copies nothing to speak of
-        ("Set the current [2].", [WATCHER], None),  # a citation of no quote
-        (  # each sentence of an explanation, from the quote it cites
-            "Set the current [1]. It is [1].",
-            [WATCHER],
-            "Set the current child watcher to watcher for the current policy [1]. It is new [1].",
-        ),
-        (  # completed, it would say a sentence twice
-            "Crows are birds [1]. Crows are birds of the genus Corvus, which is wide [2].",
-            [CORVUS, CORVUS],
-            None,
-        ),
-        ("The pages I found do not say who set it.", [WATCHER], None),  # a decline
-    ],
-)
-def test_a_sentence_is_completed_only_where_it_opens_its_quote_s_sentence_and_stops(
-    answer: str, quotes: Sequence[str], completed: str | None
-) -> None:
-    assert completed_from_quote(answer, [Quote(q) for q in quotes]) == completed
+    draft = "asyncio.Condition.acquire() — acquire the underlying lock [1]."
+    for config in (EpisodeConfig(), EpisodeConfig(guided=False)):
+        script.commands, script.answers = list(commands), [draft]
+        events: list[TraceEvent] = []
+        result = await run_episode(
+            0, docs_web.session(), policy, QUESTION, config, collect_into(events)
+        )
+        assert result.answer == draft and result.shaped_by == []
+        assert [q.extract for q in result.quotes] == ["Acquire the underlying lock."]
+        streamed = "".join(e.text for e in events if isinstance(e, AnswerDeltaEvent))
+        assert streamed == draft
 
 
 def test_an_annotated_signature_opens_the_entry_of_its_callable_alone() -> None:

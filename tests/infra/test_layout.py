@@ -287,7 +287,7 @@ def test_the_wheel_installs_one_namespace_with_its_data(tmp_path: Path) -> None:
         "webgpt/evals/evaluate.py",
         "webgpt/service/static/index.html",
         "webgpt/service/migrations/env.py",
-        "webgpt/agent/weights/webgpt-bc-135m-v19/manifest.json",  # the default policy
+        "webgpt/agent/weights/webgpt-bc-135m-v20/manifest.json",  # the default policy
         "webgpt/agent/weights/webgpt-bc-135m-v14/manifest.json",  # the quote ranker's backbone
         "webgpt/agent/weights/webgpt-bc-135m-v5/manifest.json",  # the reward model's backbone
         "webgpt/agent/weights/rm-synthetic-v5/manifest.json",

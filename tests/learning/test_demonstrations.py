@@ -198,12 +198,11 @@ def test_an_unknown_answer_style_is_refused_by_name(capsys: pytest.CaptureFixtur
     assert "--answers: invalid choice: 'short'" in capsys.readouterr().err
 
 
-def test_a_quoted_answer_needs_its_gold_within_the_first_citation_s_bound() -> None:
-    from webgpt.agent.grammar import FIRST_CITATION_CHARS
+def test_a_quoted_answer_is_its_quote_s_whole_sentence() -> None:
     from webgpt.evals.questions import Question
     from webgpt.learning.scripted import quoted_answer
 
-    late = "x" * (FIRST_CITATION_CHARS // 2)
+    late = "x" * 80
     quote = f"The river, {late}, flows north, {late}, into the Irrawaddy."
     question = Question(
         question="what river does it flow into",
@@ -211,7 +210,10 @@ def test_a_quoted_answer_needs_its_gold_within_the_first_citation_s_bound() -> N
         gold_answers=["Irrawaddy"],
         answer="It flows into the Irrawaddy [1].",
     )
-    assert quoted_answer(quote, question) is None  # cut at a clause, it loses the answer
+    # whole, however long: a clause cut at a bound would lose the answer at its end
+    assert quoted_answer(quote, question) == f"{quote.removesuffix('.')} [1]."
+    elsewhere = Question(**{**question.model_dump(), "gold_answers": ["Mekong"]})
+    assert quoted_answer(quote, elsewhere) is None  # it does not state the gold answer
     entry = Question(
         question="what does json.dumps() do",
         kind="factoid",

@@ -12,7 +12,7 @@ from tests.agent.fake_policy import Script, fake_policy_app
 from tests.servers import serve
 from webgpt.agent.declines import DECLINE_PREFIX, decline_answer, indirect_question, is_declined
 from webgpt.agent.episode import EpisodeConfig
-from webgpt.agent.grammar import FIRST_CITATION_CHARS, answer_regex
+from webgpt.agent.grammar import answer_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
@@ -243,11 +243,12 @@ def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
     )
     quotes = [DemoQuote(title="Crow", extract=e) for e in ("Crows.", "Crows and faces.")]
     assert re.fullmatch(answer_regex("What are crows?", quotes), answer)
-    clause = "The first part of a long sentence about crows and ravens"
-    long_first = f"{clause}, " + "word " * (FIRST_CITATION_CHARS // 5) + "and the end"
-    cut = compose_answer([long_first, "Second quote here."])
-    assert cut is not None and cut.startswith(f"{clause} [1].")  # cut at a clause boundary
-    assert compose_answer(["x" * 400, "y"]) is None  # no clause short enough
+    # a long sentence is cited whole, and the answer's grammar takes it
+    long_first = "The first part of a long sentence about crows, " + "word " * 40 + "and the end."
+    whole = compose_answer([long_first, "Second quote here."])
+    assert whole == f"{long_first.removesuffix('.')} [1]. Second quote here [2]."
+    assert re.fullmatch(answer_regex("What are crows?", quotes), whole)
+    assert compose_answer(["Crows [sic] are birds.", "y"]) is None  # an answer holds no bracket
 
 
 async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothing_answers(

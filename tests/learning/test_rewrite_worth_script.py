@@ -32,7 +32,7 @@ def outcome(question: str, kind: str = "factoid", **extra: Any) -> dict[str, Any
 
 
 FULL = [
-    outcome("f1", correct=True, shaped_by=["completed"]),
+    outcome("f1", correct=True, shaped_by=["degenerate_retry"]),
     outcome("f2", correct=True),
     outcome("f3", correct=False, shaped_by=["degenerate_retry"]),
     outcome(
@@ -87,17 +87,15 @@ def test_the_touched_questions_and_each_part_s_worth_from_the_command_line(
     command = ["touched", str(full), "--questions", str(questions), "--out", str(parts)]
     monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", *command])
     assert worth.main() == 0
-    completed = (parts / "completed.jsonl").read_text().splitlines()
-    assert [json.loads(line)["question"] for line in completed] == ["f1"]
     retried = (parts / "degenerate_retry.jsonl").read_text().splitlines()
-    assert [json.loads(line)["question"] for line in retried] == ["f3", "l1"]
+    assert [json.loads(line)["question"] for line in retried] == ["f1", "f3", "l1"]
 
     off = write(tmp_path / "off.json", [outcome("f1", correct=False)])
-    command = ["worth", str(full), f"completed off={off}"]
+    command = ["worth", str(full), f"retry off={off}"]
     monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", *command])
     assert worth.main() == 0
     printed = capsys.readouterr().out
-    assert "completed off: factoids 1/3 (33.3%)" in printed
+    assert "retry off: factoids 1/3 (33.3%)" in printed
     assert "the full run against it: factoids 1 gained, 0 lost" in printed
     monkeypatch.setattr(sys, "argv", ["rewrite_worth.py", "worth", str(full), str(off)])
     with pytest.raises(SystemExit):

@@ -8,10 +8,12 @@ import openai
 import pytest
 
 from tests.agent.fake_policy import Script
+from webgpt.agent.declines import decline_answer
 
 CROW = "crow corvus"
 ANSWER = "Crows are corvids [1]."
-COMPLETED = "Crows are birds of the genus Corvus [1]."
+# A decline in the policy's own words, which the answer phase writes again by rule
+OWN_DECLINE = "The pages I found do not say much."
 CROW_URL = "https://en.wikipedia.org/wiki/Crow"
 
 
@@ -68,7 +70,7 @@ def test_one_choice_with_references_annotations_and_usage(service_url) -> None: 
 
 
 def test_n_returns_n_choices_each_its_own_episode(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
-    script.answers = ["Crows are corvids [1].", "Crows are birds [1]."] * 4
+    script.answers = ["Crows are corvids [1].", OWN_DECLINE] * 4
     with (
         service_url() as base,
         openai.OpenAI(base_url=f"{base}/v1", api_key="x", max_retries=0) as client,
@@ -76,9 +78,9 @@ def test_n_returns_n_choices_each_its_own_episode(service_url, script: Script) -
         completion = client.chat.completions.create(model="webgpt", messages=ask(), n=2)
         assert [c.index for c in completion.choices] == [0, 1]
         texts = {c.message.content for c in completion.choices}
-        # "Crows are birds [1]." stops short of its quote's sentence, so it is completed
-        # (agent.answer_rules.completed_from_quote): the served answer is the second draft
-        assert texts == {"Crows are corvids [1].", COMPLETED}
+        # a decline is written again from the question (agent.declines.decline_answer): the
+        # served answer is the second draft
+        assert texts == {"Crows are corvids [1].", decline_answer(CROW)}
         assert answer_prompts(script) == 2  # two episodes, no reward model consulted
 
         chunks = list(
@@ -92,7 +94,7 @@ def test_n_returns_n_choices_each_its_own_episode(service_url, script: Script) -
                 if choice.finish_reason == "stop":
                     finished.add(choice.index)
         # a streamed choice's content is the served answer, not its drafts one after another
-        assert set(streamed.values()) == {"Crows are corvids [1].", COMPLETED}
+        assert set(streamed.values()) == {"Crows are corvids [1].", decline_answer(CROW)}
         assert finished == {0, 1}
 
 
