@@ -9,7 +9,7 @@ from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult
 from webgpt.agent.answerability import AnswerabilitySettings, load_answerability
-from webgpt.agent.episode import REWRITES, EpisodeConfig, answer_temperature
+from webgpt.agent.episode import MAX_EXPLANATION_QUOTES, REWRITES, EpisodeConfig, answer_temperature
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
     DEFAULT_REWARD,
@@ -50,10 +50,10 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--explanation-quotes",
         type=int,
-        choices=[1, 2],
-        default=2,
-        help="quotes a how/why question collects and its answer cites (default 2; 1: as any "
-        'question; docs/questions.md, "Answer rules")',
+        choices=range(1, MAX_EXPLANATION_QUOTES + 1),
+        default=3,
+        help="quotes a how/why question collects before it answers, citing two or more "
+        '(default 3; 1: as any question; docs/questions.md, "Answer rules")',
     )
     parser.add_argument(
         "--no-grounded-declines",

@@ -73,6 +73,10 @@ SHAPING_PARTS = {
 REWRITES = frozenset({"degenerate_retry"})
 
 
+# The most quotes a how/why question may be set to collect (EpisodeConfig.explanation_quotes):
+# its answer grammar asks for two distinct citations however many it holds.
+MAX_EXPLANATION_QUOTES = 3
+
 # WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
 # candidates differ.
 SAMPLING_TEMPERATURE = 0.8
@@ -95,7 +99,11 @@ class EpisodeConfig:
     # Under guided decoding, may the policy end with Nonsense / Controversial? An untrained
     # policy picks them as a first move and answers nothing; unguided policies always may.
     allow_refusal: bool = False
-    command_max_tokens: int = 64
+    # A command's token budget. The longest command the browsing grammar offers is a Quote
+    # of grammar.MAX_QUOTE_CHARS characters: ~80 tokens of English, ~150 of code, for the
+    # default's tokenizer; at 64, 14 of v20's 315 dev quotes were cut mid-sentence (and
+    # its answers with them). A free Search or Find the policy runs on is cut here too.
+    command_max_tokens: int = 256
     # Ends a run-on answer: one cut here before its citation is degenerate, and retried.
     answer_max_tokens: int = 600
     # Decline when the policy's own probability of opening its answer with the decline's
@@ -105,8 +113,8 @@ class EpisodeConfig:
     decline_threshold: float | None = None
     # The answer rules of guided decoding (agent.answer_rules; docs/questions.md): a
     # question asking how or why browses until it holds this many quotes (unless its
-    # actions run out) and its answer cites that many distinct ones; 1: as any question.
-    explanation_quotes: int = 2
+    # actions run out) and its answer cites two distinct ones or more; 1: as any question.
+    explanation_quotes: int = 3
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
@@ -164,8 +172,10 @@ class EpisodeConfig:
     def __post_init__(self) -> None:
         if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
             raise ValueError(f"decline_threshold {self.decline_threshold}: give 0 to 1")
-        if self.explanation_quotes not in (1, 2):
-            raise ValueError(f"explanation_quotes {self.explanation_quotes}: give 1 or 2")
+        if not 1 <= self.explanation_quotes <= MAX_EXPLANATION_QUOTES:
+            raise ValueError(
+                f"explanation_quotes {self.explanation_quotes}: give 1 to {MAX_EXPLANATION_QUOTES}"
+            )
         if self.relevant_quotes is not None and self.relevant_quotes < 1:
             raise ValueError(f"relevant_quotes {self.relevant_quotes}: give 1 or more, or None")
         if unknown := sorted(set(self.rewrites) - REWRITES):

@@ -23,6 +23,7 @@ from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CLAUSE_END = re.compile(r"[,;:] | [—–] ")  # where a long sentence's quote may end
 _WORD = re.compile(r"\w+")
 MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
@@ -70,18 +71,27 @@ def quotable_sentences(lines: list[str]) -> list[str]:
 
 
 def quotable(sentence: str) -> str | None:
-    """A sentence as a Quote may take it: spaces collapsed, cut at a word boundary past
-    MAX_QUOTE_CHARS; None when it is shorter than MIN_QUOTE_CHARS."""
+    """A sentence as a Quote may take it: spaces collapsed, and past MAX_QUOTE_CHARS cut at
+    its last clause boundary within them (", ", "; ", ": ", " — ") where that keeps half of
+    them, else at a word boundary, so that an answer copying the quote ends a clause rather
+    than a phrase ("…the deadliest civil war in"); None when it is shorter than
+    MIN_QUOTE_CHARS."""
     text = " ".join(sentence.split())
     if len(text) < MIN_QUOTE_CHARS:
         return None
-    return text if len(text) <= MAX_QUOTE_CHARS else text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
+    if len(text) <= MAX_QUOTE_CHARS:
+        return text
+    head = text[:MAX_QUOTE_CHARS]
+    ends = [m.start() for m in _CLAUSE_END.finditer(head) if m.start() >= MAX_QUOTE_CHARS // 2]
+    return head[: ends[-1]] if ends else head.rsplit(" ", 1)[0]
 
 
 def quotes_to_offer(session: BrowserSession) -> list[str]:
-    """The sentences in view a Quote may take: those not quoted already."""
-    held = {q.extract for q in session.quotes}
-    return [q for q in quote_choices(session) if q not in held]
+    """The sentences in view a Quote may take: those not quoted already, whole or cut
+    short (a Quote cut at the command's token budget holds the sentence's opening, and the
+    browser refuses the same cut again)."""
+    held = [q.extract for q in session.quotes]
+    return [c for c in quote_choices(session) if not any(c.startswith(h) for h in held)]
 
 
 def _paragraphs(lines: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 
 from webgpt.agent.answerability import load_answerability
+from webgpt.agent.episode import MAX_EXPLANATION_QUOTES
 from webgpt.agent.model import DEFAULT_QUOTE_RANKER, DEFAULT_REWARD
 from webgpt.browser.web import WebSettings
 from webgpt.infra.settings import Settings, webgpt_home
@@ -79,7 +80,7 @@ class ServiceSettings(Settings):
     # The answer rules of guided decoding (agent.episode.EpisodeConfig): quotes a how/why
     # question collects and cites (1: as any question), and declines of questions naming
     # what no quote shows.
-    explanation_quotes: int = Field(default=2, ge=1, le=2)
+    explanation_quotes: int = Field(default=3, ge=1, le=MAX_EXPLANATION_QUOTES)
     grounded_declines: bool = True
     # Declines by answerability (agent.episode.EpisodeConfig.answerability; docs/agent.md,
     # "Declines by answerability"): a folder of `webgpt train answerability`, whose model

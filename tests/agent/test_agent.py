@@ -154,6 +154,22 @@ async def test_grammar_on_a_real_page(web: Web) -> None:
     assert not re.fullmatch(answer, "Dangling citation here [3].")
 
 
+async def test_a_sentence_quoted_cut_short_is_not_offered_again(web: Web) -> None:
+    """A Quote cut at the command's token budget holds the sentence's opening; the browser
+    refuses the same cut again, so the grammar no longer offers the sentence."""
+    from webgpt.agent.grammar import browsing_regex
+
+    session = web.session(config=SessionConfig(max_actions=10))
+    session.reset("Do crows recognise faces?")
+    await session.step("Search crow")
+    await session.step("Clicked on link 0")
+    sentence = "Crows can recognise individual human faces and remember them for years."
+    assert re.fullmatch(browsing_regex(session), f"Quote: {sentence}")
+    await session.step("Quote: Crows can recognise individual human faces")  # cut short
+    assert not re.fullmatch(browsing_regex(session), f"Quote: {sentence}")
+    assert re.fullmatch(browsing_regex(session), "Quote: Crows are birds of the genus Corvus.")
+
+
 async def test_garbage_commands_are_invalid_actions_and_the_episode_ends(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
@@ -520,3 +536,22 @@ def test_an_answer_ends_at_its_last_citation() -> None:
     assert re.fullmatch(grammar, "json.dumps() — serialize obj to a str [1].")
     # what v10 and v11 wrote on after their citations, to the token limit
     assert not re.fullmatch(grammar, 'json.dumps")) [1].to_json() (json.dumps) — dumps JSON')
+
+
+def test_a_sentence_too_long_to_quote_whole_is_cut_at_a_clause() -> None:
+    from webgpt.agent.grammar import MAX_QUOTE_CHARS, quotable
+
+    clauses = [
+        "Estimates of the conflict's death toll range between 20 to 30 million people",
+        " representing 5 to 10 percent of the population at that time",
+        " while higher estimates range from 73 to 100 million, roughly a quarter",
+        " making it perhaps the deadliest civil war in history and one of the deadliest"
+        " wars of the nineteenth century.",
+    ]
+    sentence = ",".join(clauses)
+    assert len(sentence) > MAX_QUOTE_CHARS
+    assert quotable(sentence) == ",".join(clauses[:3])
+    # no clause boundary in its second half: cut at a word
+    words = quotable("word " * 80)
+    assert words is not None and len(words) <= MAX_QUOTE_CHARS and words.endswith("word")
+    assert quotable("A short sentence fits.") == "A short sentence fits."

@@ -254,26 +254,28 @@ async def test_a_question_naming_what_no_quote_shows_is_declined(
 
 
 def test_answer_rules_are_checked() -> None:
-    with pytest.raises(ValueError, match="1 or 2"):
-        EpisodeConfig(explanation_quotes=3)
-    assert EpisodeConfig().quotes_wanted("Why do crows remember faces?") == 2
+    with pytest.raises(ValueError, match="1 to 3"):
+        EpisodeConfig(explanation_quotes=4)
+    assert EpisodeConfig().quotes_wanted("Why do crows remember faces?") == 3
     assert EpisodeConfig(explanation_quotes=1).quotes_wanted("Why do crows?") == 1
     assert EpisodeConfig(guided=False).quotes_wanted("Why do crows remember faces?") == 1
     assert EpisodeConfig().quotes_wanted("Who won the 2038 FIFA World Cup?") == 1
 
 
-async def test_an_episode_holds_an_explanation_to_two_quotes_and_two_citations(
+async def test_an_episode_holds_an_explanation_to_its_quotes_and_two_citations(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    """run_episode passes the rule to both grammars: after one quote the browsing grammar
-    offers no End: Answer, and the answer grammar wants the second quote cited."""
+    """run_episode passes the rule to both grammars: set to two quotes, after one the
+    browsing grammar offers no End: Answer, and the answer grammar wants the second quote
+    cited. (The default, three, is checked in test_answer_rules_are_checked.)"""
     second = "Crows can recognise individual human faces and remember them for years."
     first = "Quote: Crows are birds of the genus Corvus."
     script.commands = [*CROW_EPISODE[:2], first, f"Quote: {second}", "End: Answer"]
     answer = "Crows are birds of the genus Corvus [1]. They remember faces [2]."
     script.answers = [answer]
     question = "How do crows recognise faces?"
-    result = await run_episode(0, web.session(), policy, question, EpisodeConfig())
+    two = EpisodeConfig(explanation_quotes=2)
+    result = await run_episode(0, web.session(), policy, question, two)
     assert result.answer == answer
     browsing = [r for r in script.requests if not r.get("stream")]
     [answering] = [r for r in script.requests if r.get("stream")]

@@ -147,8 +147,8 @@ def test_answer_errors_are_one_clear_line(offline_store: Path, policy_url: str) 
     )
     assert down.returncode == 1
     assert down.stderr.startswith("error: cannot connect") and len(down.stderr.splitlines()) == 1
-    rules = answer(offline_store, "q", "--explanation-quotes", "3", "--policy-url", policy_url)
-    assert rules.returncode == 2 and "--explanation-quotes: invalid choice: 3" in rules.stderr
+    rules = answer(offline_store, "q", "--explanation-quotes", "4", "--policy-url", policy_url)
+    assert rules.returncode == 2 and "--explanation-quotes: invalid choice: 4" in rules.stderr
     quotes = answer(offline_store, "q", "--relevant-quotes", "-1", "--policy-url", policy_url)
     assert quotes.returncode == 2 and "give a whole number of quotes" in quotes.stderr
 

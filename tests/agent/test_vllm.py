@@ -247,3 +247,24 @@ async def test_a_chat_model_answers_over_the_chat_route_by_tool_calls(
     assert candidate.error is None and candidate.actions >= 1
     assert candidate.end_reason in ("answer", "action_limit")
     assert result.versions["policy"] == vllm.model
+
+
+def test_the_longest_quote_the_grammar_offers_fits_a_command() -> None:
+    """A Quote of MAX_QUOTE_CHARS characters, of prose or of code, fits the command budget
+    in the default's tokens, so no quote is cut mid-sentence by it (a cut quote cuts the
+    answer that copies it)."""
+    from transformers import AutoTokenizer
+
+    from webgpt.agent.grammar import MAX_QUOTE_CHARS
+
+    tokenizer = AutoTokenizer.from_pretrained(prepare_default_model())
+    prose = (
+        "Sir Robert Walpole, 1st Earl of Orford, was a British Whig statesman who is generally "
+        "regarded as the de facto first Prime Minister of Great Britain, serving from 1721 to "
+        "1742; he led the government of Great Britain for twenty years, longer than any other. "
+    )
+    code = 'ipaddress.ip_network(address, strict=True) -> IPv4Network("192.168.0.0/28"); '
+    for text in (prose, code):
+        quote = "Quote: " + (text * 4)[:MAX_QUOTE_CHARS]
+        tokens = len(tokenizer(quote, add_special_tokens=False)["input_ids"])
+        assert tokens < EpisodeConfig().command_max_tokens, (text, tokens)

@@ -107,7 +107,7 @@ def test_the_service_declines_a_question_naming_what_no_quote_shows(
     assert held["answer"] == DECLINE and held["declined"] is True and held["references"] == []
     assert chosen["answer"] == "Crows are corvids [1]." and chosen["declined"] is False
     with pytest.raises(ValidationError, match="explanation_quotes"):
-        ServiceSettings(explanation_quotes=3)
+        ServiceSettings(explanation_quotes=4)
 
 
 def test_the_service_serves_what_its_decline_judgment_prefers(  # type: ignore[no-untyped-def]
