@@ -74,7 +74,7 @@ def quotable(sentence: str) -> str | None:
     """A sentence as a Quote may take it: spaces collapsed, and past MAX_QUOTE_CHARS cut at
     its last clause boundary within them (", ", "; ", ": ", " — ") where that keeps half of
     them, else at a word boundary, so that an answer copying the quote ends a clause rather
-    than a phrase ("…the deadliest civil war in"); None when it is shorter than
+    than a phrase ("…and spread along the river to the"); None when it is shorter than
     MIN_QUOTE_CHARS."""
     text = " ".join(sentence.split())
     if len(text) < MIN_QUOTE_CHARS:

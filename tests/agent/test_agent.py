@@ -542,11 +542,11 @@ def test_a_sentence_too_long_to_quote_whole_is_cut_at_a_clause() -> None:
     from webgpt.agent.grammar import MAX_QUOTE_CHARS, quotable
 
     clauses = [
-        "Estimates of the conflict's death toll range between 20 to 30 million people",
-        " representing 5 to 10 percent of the population at that time",
-        " while higher estimates range from 73 to 100 million, roughly a quarter",
-        " making it perhaps the deadliest civil war in history and one of the deadliest"
-        " wars of the nineteenth century.",
+        "The old harbour town grew from a fishing village into a trading port for wool",
+        " timber and salt over two centuries of slow and uneven growth along the coast",
+        " while its merchants built warehouses, a customs house and a stone quay, roughly",
+        " so that by the end of that time it was among the busiest ports of the region and"
+        " one of the richest towns of the whole kingdom.",
     ]
     sentence = ",".join(clauses)
     assert len(sentence) > MAX_QUOTE_CHARS

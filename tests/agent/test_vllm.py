@@ -259,11 +259,11 @@ def test_the_longest_quote_the_grammar_offers_fits_a_command() -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(prepare_default_model())
     prose = (
-        "Sir Robert Walpole, 1st Earl of Orford, was a British Whig statesman who is generally "
-        "regarded as the de facto first Prime Minister of Great Britain, serving from 1721 to "
-        "1742; he led the government of Great Britain for twenty years, longer than any other. "
+        "The old harbour town grew from a fishing village into a trading port for wool, "
+        "timber and salt over two centuries, and its merchants built warehouses, a customs "
+        "house and a stone quay that still stand along the western shore of the bay. "
     )
-    code = 'ipaddress.ip_network(address, strict=True) -> IPv4Network("192.168.0.0/28"); '
+    code = 'shutil.copytree(src, dst, symlinks=False, ignore=None) -> PosixPath("/tmp/a/b"); '
     for text in (prose, code):
         quote = "Quote: " + (text * 4)[:MAX_QUOTE_CHARS]
         tokens = len(tokenizer(quote, add_special_tokens=False)["input_ids"])
