@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel
 
-from webgpt.agent.episode import Emit, EpisodeConfig, EpisodeResult, run_episode
+from webgpt.agent.episode import (
+    ANSWER_MAX_ACTIONS,
+    Emit,
+    EpisodeConfig,
+    EpisodeResult,
+    run_episode,
+)
 from webgpt.agent.errors import AgentError, ConfigurationError, PolicyError
 from webgpt.agent.followups import Turn, made_standalone
 from webgpt.agent.policy import Policy, Usage
@@ -82,7 +88,9 @@ class Agent:
     policy: Policy
     scorer: Scorer | None = None
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
-    session: SessionConfig = field(default_factory=SessionConfig)
+    session: SessionConfig = field(
+        default_factory=lambda: SessionConfig(max_actions=ANSWER_MAX_ACTIONS)
+    )
 
     async def answer(
         self,

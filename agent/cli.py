@@ -9,7 +9,13 @@ from typing import Any
 
 from webgpt.agent.answer import Agent, AnswerResult
 from webgpt.agent.answerability import AnswerabilitySettings, load_answerability
-from webgpt.agent.episode import MAX_EXPLANATION_QUOTES, REWRITES, EpisodeConfig, answer_temperature
+from webgpt.agent.episode import (
+    ANSWER_MAX_ACTIONS,
+    MAX_EXPLANATION_QUOTES,
+    REWRITES,
+    EpisodeConfig,
+    answer_temperature,
+)
 from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.model import (
     DEFAULT_REWARD,
@@ -267,7 +273,7 @@ def register(
     answer.add_argument("--policy-url", default=None, help="OpenAI-compatible base URL (…/v1)")
     answer.add_argument("--policy-model", default=None, help="model name at --policy-url")
     answer.add_argument("--policy-key", default=None, help="bearer key for --policy-url")
-    answer.add_argument("--max-actions", type=int, default=100)
+    answer.add_argument("--max-actions", type=int, default=ANSWER_MAX_ACTIONS)
     answer.add_argument(
         "--temperature",
         type=float,

@@ -77,6 +77,13 @@ REWRITES = frozenset({"degenerate_retry"})
 # its answer grammar asks for two distinct citations however many it holds.
 MAX_EXPLANATION_QUOTES = 3
 
+# The action limit an answer browses under when none is named, in every interface (the
+# service, MCP, `webgpt answer`) and in `webgpt eval`, so that what is served is what is
+# measured. At WebGPT's 100, force finish (grammar.FORCE_FINISH_ACTIONS) only steers an
+# episode that has looped for 96 actions; the demonstrator and people browsing keep 100
+# (browser.session.SessionConfig).
+ANSWER_MAX_ACTIONS = 20
+
 # WebGPT's sampling temperature: what best-of-n's episodes are sampled at, so that its
 # candidates differ.
 SAMPLING_TEMPERATURE = 0.8

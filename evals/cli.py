@@ -21,7 +21,7 @@ from webgpt.agent.cli import (
     open_quote_ranker,
     registry_of,
 )
-from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.episode import ANSWER_MAX_ACTIONS, EpisodeConfig
 from webgpt.agent.errors import ConfigurationError, DataError, PromotionRefused
 from webgpt.agent.model import DEFAULT_REWARD, load_quote_ranker, reward_model_folder
 from webgpt.agent.promotion import DEFAULT_MARGIN, Evaluate, format_comparison, promote_gated
@@ -71,7 +71,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     evaluate.add_argument("--policy-key", default=None)
     evaluate.add_argument("--no-guided", action="store_true", help="do not constrain commands")
     add_policy_format(evaluate)
-    evaluate.add_argument("--max-actions", type=int, default=20)
+    evaluate.add_argument("--max-actions", type=int, default=ANSWER_MAX_ACTIONS)
     evaluate.add_argument("--temperature", type=float, default=0.0)
     add_answer_rules(evaluate)
     evaluate.add_argument(
@@ -160,7 +160,7 @@ def register_promote(model_commands: "argparse._SubParsersAction[argparse.Argume
         "under its version name (default: a local vLLM per version, for the run)",
     )
     promote.add_argument("--policy-key", default=None, help="bearer key for --policy-url")
-    promote.add_argument("--max-actions", type=int, default=20)
+    promote.add_argument("--max-actions", type=int, default=ANSWER_MAX_ACTIONS)
     promote.add_argument("--store", type=Path, default=None, help="offline web file")
     promote.set_defaults(run=_promote)
 

@@ -23,6 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from pydantic import BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from webgpt.agent.episode import ANSWER_MAX_ACTIONS
 from webgpt.agent.errors import AgentError
 from webgpt.agent.trace import ActionEvent, Reference
 from webgpt.browser.errors import BrowserError
@@ -117,7 +118,9 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
                 "(as /answer's n)",
             ),
         ] = 1,
-        max_actions: Annotated[int, Field(ge=1, description="browsing actions per episode")] = 100,
+        max_actions: Annotated[
+            int, Field(ge=1, description="browsing actions per episode")
+        ] = ANSWER_MAX_ACTIONS,
         engine: Annotated[
             str | None, Field(description="search engine; default the service's")
         ] = None,

@@ -6,6 +6,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from pydantic_core import PydanticCustomError
 
 from webgpt.agent.answer import AnswerResult
+from webgpt.agent.episode import ANSWER_MAX_ACTIONS
 from webgpt.agent.followups import Turn
 from webgpt.agent.trace import Reference, TraceEvent
 from webgpt.browser.events import BrowserEvent, CollectedQuote, EndReason
@@ -48,7 +49,7 @@ class AnswerRequest(BaseModel):
     n: int = Field(1, ge=1)
     # None: agent.episode.answer_temperature(n), 0 for one episode and 0.8 for more.
     temperature: float | None = Field(None, ge=0.0, le=2.0)
-    max_actions: int = Field(100, ge=1)
+    max_actions: int = Field(ANSWER_MAX_ACTIONS, ge=1)
     engine: str | None = None
     stream: bool = False
     include_trace: bool = False

@@ -18,6 +18,7 @@ from tests.agent.fake_policy import Script
 from tests.browser.fixture_site import HitCounter
 from tests.conftest import CROW_QUOTE
 from tests.servers import COMMAND_ENV, serve
+from webgpt.agent.episode import ANSWER_MAX_ACTIONS
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.web import Web, WebOptions
 from webgpt.service.app import create_app
@@ -68,6 +69,7 @@ async def test_tools_are_listed_and_answer_is_cited_with_progress(service_url) -
             assert {tool.name for tool in listed.tools} == TOOLS
             schema = next(t for t in listed.tools if t.name == "answer").input_schema
             assert schema["required"] == ["question"]
+            assert schema["properties"]["max_actions"]["default"] == ANSWER_MAX_ACTIONS
             result = await client.call_tool(
                 "answer", {"question": "crow corvus"}, progress_callback=on_progress
             )
