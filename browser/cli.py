@@ -208,5 +208,6 @@ def _corpus_search(args: argparse.Namespace) -> int:
     except BrowserError as error:
         raise SystemExit(f"error: {error}") from error
     for result in web.search_sync(args.query, args.count):
-        print(f"{result.title}\n  {result.url}\n  {result.snippet}\n")
+        opens = "" if result.passage is None else f"  (opens at: {result.passage})"
+        print(f"{result.title}\n  {result.url}{opens}\n  {result.snippet}\n")
     return 0

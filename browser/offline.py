@@ -160,9 +160,17 @@ class OfflineWeb:
             ).fetchall()
         named = [named_by(query, title, partial(self._document, url)) for url, title, _ in rows]
         ranked = sorted(range(len(rows)), key=lambda i: (-named[i], i))[:count]
-        return [
-            SearchResult(rows[i][1], rows[i][0], self._snippet(match, rows[i][2])) for i in ranked
-        ]
+        return [self._result(match, *rows[i]) for i in ranked]
+
+    def _result(self, match: str, url: str, title: str, section: int) -> SearchResult:
+        """A page found by its best section: past the page's first section, its link opens
+        the page where the snippet's passage starts, as a search engine's deep link does,
+        rather than at a long page's top."""
+        snippet = self._snippet(match, section)
+        if self._first_section(section):
+            return SearchResult(title, url, snippet)
+        passage = snippet.removeprefix("…").split("…")[0].strip()
+        return SearchResult(title, url, snippet, passage=passage or None)
 
     def _snippet(self, match: str, section: int) -> str:
         with self._lock:
@@ -172,6 +180,17 @@ class OfflineWeb:
                 (match, section),
             ).fetchone()
         return " ".join(row[0].split()) if row else ""
+
+    def _first_section(self, section: int) -> bool:
+        """Whether the section opens its page: a page's sections are written in order,
+        one after another (browser.corpus.build_corpus), so the row before it is
+        another page's, or none."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT rowid, page FROM pages_fts WHERE rowid IN (?, ?)", (section - 1, section)
+            ).fetchall()
+        pages = dict(rows)
+        return pages.get(section - 1) != pages.get(section)
 
     async def search(self, query: str, count: int) -> list[SearchResult]:
         return await asyncio.to_thread(self.search_sync, query, count)

@@ -34,6 +34,7 @@ from readability import Document
 from webgpt.browser.layout import MARK_RANGE, Line, lay_out, mark_blocks, strip_marks
 from webgpt.browser.page import Link, Page, domain_of, link_marker, neutralize
 from webgpt.browser.search.base import SearchResult
+from webgpt.browser.text_fragments import with_text_fragment
 
 WRAP_WIDTH = 100
 # The declared main element must hold at least this share of the body's text to be trusted.
@@ -202,7 +203,10 @@ def search_results_page(
             continue
         link_id = len(links)
         title = neutralize(" ".join(result.title.split())) or domain
-        links[link_id] = Link(link_id, result.url, title, domain)
+        url = (
+            result.url if result.passage is None else with_text_fragment(result.url, result.passage)
+        )
+        links[link_id] = Link(link_id, url, title, domain)
         lines.append(link_marker(link_id, title, domain, page_domain=""))
         lines.extend(wrap_lines(neutralize(result.snippet), options.wrap_width))
         lines.append("")

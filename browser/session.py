@@ -35,6 +35,7 @@ from webgpt.browser.observation import answer_prompt, render_observation, scroll
 from webgpt.browser.page import Page
 from webgpt.browser.render import RenderOptions, error_page, is_blocked, search_results_page
 from webgpt.browser.search.base import SearchEngine
+from webgpt.browser.text_fragments import passage_line, split_text_fragment
 
 BLANK_PAGE = Page(url="", title="", lines=(), kind="blank")
 _END_REASONS: dict[str, EndReason] = {
@@ -238,8 +239,11 @@ class BrowserSession:
         link = self._view.page.links.get(link_id)
         if link is None:
             raise InvalidCommand(f"there is no link {link_id} on this page")
-        page = await self._load(link.url)
+        url, passage = split_text_fragment(link.url)
+        page = await self._load(url)
         self._open(page)
+        if passage is not None:  # a deep link opens where its passage starts, as browsers do
+            self._view.cursor = passage_line(page.text_index, passage) or 0
         self.past_actions.append(f"Click {link.text} {link.domain}".rstrip())
         return self._page_event(page, "click")
 

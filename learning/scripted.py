@@ -32,6 +32,7 @@ from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import answer_regex, quote_choices
 from webgpt.agent.queries import question_query
 from webgpt.browser.session import BrowserSession
+from webgpt.browser.text_fragments import split_text_fragment
 from webgpt.evals.questions import Question, contains_gold, normalize
 from webgpt.learning.demonstrations import Demonstration, Recorder
 
@@ -75,7 +76,7 @@ def search_queries(question: Question, rng: random.Random) -> list[str]:
 
 def _target_link(session: BrowserSession, url: str) -> int | None:
     for link_id, link in sorted(session.page.links.items()):
-        if link.url.rstrip("/") == url.rstrip("/"):
+        if split_text_fragment(link.url)[0].rstrip("/") == url.rstrip("/"):
             return link_id
     return None
 

@@ -9,6 +9,9 @@ class SearchResult:
     title: str
     url: str
     snippet: str
+    # Where on the page the snippet's passage starts, for a long page found past its top:
+    # its link opens the page there (browser.text_fragments). None: at the page's top.
+    passage: str | None = None
 
 
 class SearchEngine(Protocol):

@@ -27,6 +27,7 @@ from webgpt.browser.corpus import (
 )
 from webgpt.browser.errors import CorpusError
 from webgpt.browser.offline import OfflineWeb, fts_query, named_by
+from webgpt.browser.text_fragments import split_text_fragment
 from webgpt.browser.web import Web, WebOptions
 
 PAGES = Path(__file__).parent.parent / "data" / "pages"
@@ -225,6 +226,54 @@ def test_a_long_page_ranks_by_its_best_section(tmp_path: Path) -> None:
         firsts.append(results[0].url)
     assert firsts == [f"{docs}app-0.html", f"{docs}libpq-exec.html"]
     assert "PQftablecol returns the column number" in results[0].snippet  # its section's
+
+
+async def test_a_result_past_a_long_page_s_first_section_opens_at_its_passage(
+    tmp_path: Path,
+) -> None:
+    """A long page found by a later section links to the snippet's passage, and the
+    browser opens it there; a page found by its first section opens at its top. The page
+    is fetched and quoted at its own address."""
+    docs = "https://docs.example/"
+    paragraphs = [
+        f"Option {n} sets part {n} of the server; " + "it is read once at start. " * 30
+        for n in range(40)
+    ] + ["The checkpoint_timeout option defaults to five minutes."]
+    body = "".join(f"<p>{text}</p>" for text in paragraphs)
+    html = f"<html><head><title>Server Options</title></head><body>{body}</body></html>"
+    pages = [
+        CorpusPage(f"{docs}options.html", "Server Options", "text/html", html.encode(),
+                   "\n".join(paragraphs), "test"),
+        _page(f"{docs}intro.html", "Introduction", "A glossary of the terms the server uses."),
+    ]  # fmt: skip
+    store = tmp_path / "web.sqlite"
+    build_corpus(store, [("test", pages)])
+    (deep,) = OfflineWeb(store).search_sync("checkpoint_timeout", 3)
+    assert deep.url == f"{docs}options.html"  # the page's address, cited as it is
+    assert deep.passage == "The checkpoint_timeout option defaults to five minutes."
+    assert OfflineWeb(store).search_sync("glossary", 3)[0].passage is None
+
+    web = Web(WebOptions(engine="offline", offline_store=store, offline_only=True,
+                         js_mode="never"))  # fmt: skip
+    try:
+        session = web.session()
+        session.reset("What does checkpoint_timeout default to?")
+        searched = await session.step("Search checkpoint_timeout")
+        link = searched.event.results[0].url  # type: ignore[union-attr]
+        assert split_text_fragment(link) == (f"{docs}options.html", deep.passage)
+        opened = await session.step("Clicked on link 0")
+        assert opened.event.url == f"{docs}options.html"  # type: ignore[union-attr]
+        assert "defaults to five minutes" in opened.observation
+        assert "Option 0 sets" not in opened.observation  # not at the page's top
+        quoted = await session.step(
+            "Quote: The checkpoint_timeout option defaults to five minutes."
+        )
+        assert quoted.event.quote.url == f"{docs}options.html"  # type: ignore[union-attr]
+        await session.step("Search glossary")
+        top = await session.step("Clicked on link 0")
+        assert "A glossary of the terms the server uses." in top.observation
+    finally:
+        await web.aclose()
 
 
 def test_sections_pack_lines_up_to_a_number_of_words() -> None:

@@ -1,4 +1,5 @@
 from webgpt.browser.page import Page, TextIndex, link_marker, neutralize
+from webgpt.browser.text_fragments import passage_line, split_text_fragment, with_text_fragment
 
 
 def test_neutralize_replaces_markers_and_special_tokens() -> None:
@@ -35,3 +36,29 @@ def test_find_next_moves_on_and_wraps() -> None:
     assert index.find_next("apple", after_line=0) == 2
     assert index.find_next("apple", after_line=2) == 0  # wraps to the top
     assert index.find_next("cherry", after_line=0) is None
+
+
+def test_a_text_fragment_names_where_its_page_opens() -> None:
+    url = with_text_fragment(
+        "https://docs.example/a.html", "The default is 5, or -1 & more words here"
+    )
+    assert "," not in url.partition("#")[2] and "&" not in url.partition("#")[2]
+    assert split_text_fragment(url) == (
+        "https://docs.example/a.html",
+        "The default is 5, or -1 & more",
+    )
+    # an element's fragment stays part of the address; a prefix and a suffix are not the start
+    kept = "https://docs.example/a.html#options:~:text=before-,the%20start,end,-after"
+    assert split_text_fragment(kept) == ("https://docs.example/a.html#options", "the start")
+    assert split_text_fragment("https://docs.example/a.html#options") == (
+        "https://docs.example/a.html#options",
+        None,
+    )
+    assert with_text_fragment("https://docs.example/a.html", "  ") == "https://docs.example/a.html"
+
+
+def test_a_passage_the_renderer_writes_otherwise_is_found_by_a_run_of_its_words() -> None:
+    index = TextIndex(("Title", "Basic Usage", "json.dump(obj, fp, *, skipkeys=False)", "Other"))
+    assert passage_line(index, "Basic Usage¶ json.dump(obj, fp, *, skipkeys=False)") == 2
+    assert passage_line(index, "basic   usage") == 1  # case and spacing as Find reads them
+    assert passage_line(index, "nowhere on this page at all") is None

@@ -254,18 +254,20 @@ async def test_a_method_documented_far_down_its_page_is_found_by_its_bare_name(
     tmp_path: Path,
 ) -> None:
     """Docs show a method as `fetchmany(size=…)` inside its class, not by its qualified name;
-    the demonstrator finds it by the bare name once the qualified one is not on the page."""
+    the demonstrator finds it by the bare name once the qualified one is not on the page.
+    (Its opening names the method most, so the search links to the page's top.)"""
     filler = "".join(f"<p>Paragraph {i} about databases in general.</p>" for i in range(80))
+    opening = "<p>A sqlite3 Cursor fetches rows: sqlite3 Cursor fetchmany, Cursor fetchmany.</p>"
     demo = await _demonstrate_docs_entry(
         tmp_path,
         "sqlite3",
         "<html><head><title>sqlite3 — DB-API 2.0 interface for SQLite databases</title></head>"
-        f"<body><main><h1>sqlite3 — DB-API 2.0 interface</h1>{filler}"
+        f"<body><main><h1>sqlite3 — DB-API 2.0 interface</h1>{opening}{filler}"
         '<dl class="py class"><dt id="sqlite3.Cursor">class sqlite3.Cursor</dt><dd>'
         "<p>A cursor over a result.</p>"
         '<dl class="py method"><dt id="sqlite3.Cursor.fetchmany">fetchmany(size=1)</dt>'
         "<dd><p>Return the next set of rows of a query result, as a list.</p></dd></dl>"
-        "</dd></dl></main></body></html>",
+        f"</dd></dl>{filler}</main></body></html>",
         "sqlite3.Cursor.fetchmany",
     )
     commands = [step.command for step in demo.steps]

@@ -153,9 +153,11 @@ def test_an_entry_without_a_name_or_a_description_to_quote_is_skipped() -> None:
     ("title", "style"),
     [("--autostash", "manual option"), ("bgwriter_delay", "manual default")],
 )
-async def test_the_demonstrator_finds_the_term_deep_in_its_page_and_quotes_its_answer(
+async def test_the_demonstrator_reaches_the_term_deep_in_its_page_and_quotes_its_answer(
     manual_web: Web, generated: list[Question], title: str, style: str
 ) -> None:
+    """Where the search's link opens the page away from the term, a Find of it brings it
+    into view; where it opens at the term's passage, the demonstrator quotes at once."""
     question = asked(generated, title, style)
     session = manual_web.session(config=SessionConfig(max_actions=30))
     demo = await demonstrate(question, session, random.Random(0), ScriptedConfig(detour_share=0))
@@ -163,9 +165,9 @@ async def test_the_demonstrator_finds_the_term_deep_in_its_page_and_quotes_its_a
     assert demo is not None and demo.answer is not None
     commands = [step.command for step in demo.steps]
     finds = [at for at, command in enumerate(commands) if command.startswith("Find in page:")]
-    assert finds and {commands[at] for at in finds} == {f"Find in page: {title}"}
+    assert {commands[at] for at in finds} <= {f"Find in page: {title}"}
     assert commands[-2:] == [f"Quote: {question.evidence}", "End: Answer"]
-    assert commands.index(f"Quote: {question.evidence}") > finds[-1]
+    assert commands.index(f"Quote: {question.evidence}") > max(finds, default=-1)
     assert [quote.extract for quote in demo.quotes] == [question.evidence]
     assert contains_gold(demo.answer, question.gold_answers)
     assert await replay(demo, manual_web.session()) == []
