@@ -49,8 +49,10 @@ def split_text_fragment(url: str) -> tuple[str, str | None]:
 
 def passage_line(index: TextIndex, passage: str) -> int | None:
     """The line of the page where passage starts, else where the first run of
-    FALLBACK_WORDS of its words is; None where neither is on the page."""
-    words = passage.split()
+    FALLBACK_WORDS of its words is; None where neither is on the page. Only its first
+    TEXT_START_WORDS words are read: a link on any page may carry a fragment, and a hostile
+    one as long as a URL may be would otherwise cost a search of the page per word."""
+    words = passage.split()[:TEXT_START_WORDS]
     runs = [words] + [words[i : i + FALLBACK_WORDS] for i in range(len(words) - FALLBACK_WORDS + 1)]
     for run in runs:
         match = index.find(" ".join(run))

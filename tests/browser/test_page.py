@@ -62,3 +62,11 @@ def test_a_passage_the_renderer_writes_otherwise_is_found_by_a_run_of_its_words(
     assert passage_line(index, "Basic Usage¶ json.dump(obj, fp, *, skipkeys=False)") == 2
     assert passage_line(index, "basic   usage") == 1  # case and spacing as Find reads them
     assert passage_line(index, "nowhere on this page at all") is None
+
+
+def test_a_hostile_fragment_is_read_only_as_far_as_a_link_names_words() -> None:
+    index = TextIndex(tuple(f"line {n} of a long page" for n in range(2000)))
+    hostile = "nowhere " * 100_000 + "line 1999"
+    assert passage_line(index, hostile) is None  # its first words only: 5 searches, not 100,000
+    url = "https://docs.example/a.html#:~:text=%ZZ%E2%28,,-,"
+    assert split_text_fragment(url) == ("https://docs.example/a.html", "%ZZ\ufffd(")
