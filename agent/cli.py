@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,22 @@ from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.registry import PolicyRegistry, describe, is_adapter
 from webgpt.agent.scoring import Scorer
 from webgpt.agent.targets import POLICY_FORMAT_HELP, policy_client
+from webgpt.agent.trace import (
+    ActionEvent,
+    EpisodeErrorEvent,
+    FollowUpEvent,
+    ShapedEvent,
+    TraceEvent,
+)
+from webgpt.browser.events import (
+    BrowserEvent,
+    EndEvent,
+    FindEvent,
+    PageEvent,
+    QuoteEvent,
+    ScrollEvent,
+    SearchEvent,
+)
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import ENGINES, Web, WebOptions
 from webgpt.infra.vllm_server import (
@@ -288,6 +305,9 @@ def register(
     add_answer_rules(answer)
     answer.add_argument("--js", choices=["auto", "never", "always"], default="auto")
     answer.add_argument("--json", action="store_true", help="print the full result as JSON")
+    answer.add_argument(
+        "--trace", action="store_true", help="print each command and what shaped it to stderr"
+    )
     answer.set_defaults(run=_answer)
     return model_commands
 
@@ -423,13 +443,54 @@ async def _answer_async(
         session=SessionConfig(max_actions=args.max_actions),
     )
     try:
-        return await agent.answer(args.question, n=args.n)
+        emit = _print_trace if args.trace else None
+        return await agent.answer(args.question, n=args.n, emit=emit)
     finally:
         await policy.aclose()
         await web.aclose()
         for model_in_process in (scorer, judge, ranker):
             if model_in_process is not None:
                 await model_in_process.aclose()
+
+
+async def _print_trace(event: TraceEvent) -> None:
+    """One line to stderr for each trace event that says what the episode did."""
+    line = _trace_line(event)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _trace_line(event: TraceEvent) -> str | None:
+    """An event as a line of `webgpt answer --trace`: a command with what the browser did
+    and the grammar parts that narrowed it, a part that shaped the answer, a follow-up made
+    standalone; None for events the answer itself shows (its text, its references)."""
+    if isinstance(event, ActionEvent):
+        narrowed = f"  (narrowed: {', '.join(event.narrowed)})" if event.narrowed else ""
+        return f"[{event.episode}] {event.command}  -> {_browser_outcome(event.event)}{narrowed}"
+    if isinstance(event, ShapedEvent):
+        detail = f": {event.detail}" if event.detail else ""
+        return f"[{event.episode}] shaped by {event.part}{detail}"
+    if isinstance(event, FollowUpEvent):
+        return f"follow-up asked as: {event.question_asked}"
+    if isinstance(event, EpisodeErrorEvent):
+        return f"[{event.episode}] failed: {event.message}"
+    return None
+
+
+def _browser_outcome(event: BrowserEvent) -> str:
+    if isinstance(event, SearchEvent):
+        return event.error or f"{len(event.results)} results"
+    if isinstance(event, PageEvent):
+        return f"{event.url} ({event.lines} lines)"
+    if isinstance(event, ScrollEvent):
+        return f"lines {event.first_line}-{event.last_line}"
+    if isinstance(event, FindEvent):
+        return f"found at line {event.line}" if event.found else "not found"
+    if isinstance(event, QuoteEvent):
+        return f"quoted {event.quote.extract[:80]!r}"
+    if isinstance(event, EndEvent):
+        return f"ended ({event.reason})"
+    return f"invalid: {event.reason}"
 
 
 def format_answer(result: AnswerResult) -> str:

@@ -27,15 +27,22 @@ def answer(store: Path, *args: str, home: Path | None = None) -> subprocess.Comp
     )
 
 
+def crow_answer(
+    store: Path, policy_url: str, script: Script, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`webgpt answer` on a crow question, the scripted policy quoting and citing the Crow page."""
+    script.oracle_quote = "Crows are birds of the genus Corvus."
+    script.answers = ["Crows are corvids [1]."]
+    return answer(
+        store, "crow corvus", "--policy-url", policy_url, "--policy-model", "scripted", *args
+    )
+
+
 @pytest.mark.slow  # starts a process
 def test_answer_prints_the_answer_and_references(
     offline_store: Path, policy_url: str, script: Script
 ) -> None:
-    script.oracle_quote = "Crows are birds of the genus Corvus."
-    script.answers = ["Crows are corvids [1]."]
-    result = answer(
-        offline_store, "crow corvus", "--policy-url", policy_url, "--policy-model", "scripted"
-    )
+    result = crow_answer(offline_store, policy_url, script)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "Crows are corvids [1].\n\n[1] Crow — https://en.wikipedia.org/wiki/Crow\n"
@@ -43,18 +50,27 @@ def test_answer_prints_the_answer_and_references(
 
 
 @pytest.mark.slow  # starts a process
+def test_answer_traces_each_command_to_stderr(
+    offline_store: Path, policy_url: str, script: Script
+) -> None:
+    result = crow_answer(offline_store, policy_url, script, "--trace")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Crows are corvids [1].\n")  # the answer, as without
+    trace = [line for line in result.stderr.splitlines() if line.startswith("[0] ")]
+    assert [line.split("  -> ")[0] for line in trace] == [
+        "[0] Search crow corvus",
+        "[0] Clicked on link 0",
+        "[0] Quote: Crows are birds of the genus Corvus.",
+        "[0] End: Answer",
+    ]
+    assert "-> https://en.wikipedia.org/wiki/Crow (" in trace[1]
+    assert "-> quoted 'Crows are birds of the genus Corvus.'" in trace[2]
+    assert trace[3].endswith("-> ended (answer)")
+
+
+@pytest.mark.slow  # starts a process
 def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> None:
-    script.oracle_quote = "Crows are birds of the genus Corvus."
-    script.answers = ["Crows are corvids [1]."]
-    result = answer(
-        offline_store,
-        "crow corvus",
-        "--policy-url",
-        policy_url,
-        "--policy-model",
-        "scripted",
-        "--json",
-    )
+    result = crow_answer(offline_store, policy_url, script, "--json")
     assert result.returncode == 0, result.stderr
     body = json.loads(result.stdout)
     assert body["answer"] == "Crows are corvids [1]."
