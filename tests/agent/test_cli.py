@@ -236,3 +236,49 @@ def test_answer_with_a_chat_model(offline_store: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{ANSWER}\n\n[1] Crow — https://en.wikipedia.org/wiki/Crow\n"
     assert len(requests) == 5 and all(r["tool_choice"] == "required" for r in requests)
+
+
+def test_every_trace_event_that_says_what_happened_is_one_line() -> None:
+    from webgpt.agent.cli import _trace_line
+    from webgpt.agent.trace import (
+        ActionEvent,
+        AnswerDeltaEvent,
+        EpisodeErrorEvent,
+        FollowUpEvent,
+        ShapedEvent,
+    )
+    from webgpt.browser.events import (
+        BrowserEvent,
+        FindEvent,
+        InvalidActionEvent,
+        ScrollEvent,
+        SearchEvent,
+    )
+
+    def action(command: str, event: BrowserEvent, narrowed: list[str] | None = None) -> str | None:
+        return _trace_line(
+            ActionEvent(
+                episode=1, command=command, event=event, actions_left=3, narrowed=narrowed or []
+            )
+        )
+
+    failed = SearchEvent(query="q", results=[], error="rate limited")
+    assert action("Search q", failed) == "[1] Search q  -> rate limited"
+    missing = FindEvent(text="x", found=False)
+    assert action("Find in page: x", missing, ["force_finish"]) == (
+        "[1] Find in page: x  -> not found  (narrowed: force_finish)"
+    )
+    scrolled = ScrollEvent(first_line=20, last_line=39)
+    assert action("Scrolled down 1", scrolled) == "[1] Scrolled down 1  -> lines 20-39"
+    refused = InvalidActionEvent(text="Back", reason="there is no page to go back to")
+    assert action("Back", refused) == "[1] Back  -> invalid: there is no page to go back to"
+    shaped = ShapedEvent(episode=1, part="grounded_decline", detail="2038")
+    assert _trace_line(shaped) == "[1] shaped by grounded_decline: 2038"
+    follow_up = FollowUpEvent(
+        question="when did he die", question_asked="when did Bach die", replaced=[]
+    )
+    assert _trace_line(follow_up) == "follow-up asked as: when did Bach die"
+    assert _trace_line(EpisodeErrorEvent(episode=2, message="policy down")) == (
+        "[2] failed: policy down"
+    )
+    assert _trace_line(AnswerDeltaEvent(episode=1, text="Crows")) is None  # the answer shows it
