@@ -457,7 +457,13 @@ async def _print_trace(event: TraceEvent) -> None:
     """One line to stderr for each trace event that says what the episode did."""
     line = _trace_line(event)
     if line is not None:
-        print(line, file=sys.stderr, flush=True)
+        print(_printable(line), file=sys.stderr, flush=True)
+
+
+def _printable(line: str) -> str:
+    """The line with every character a terminal would act on (an escape sequence, a carriage
+    return, a line break) written as its escape: commands and quotes carry page text."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
 
 def _trace_line(event: TraceEvent) -> str | None:

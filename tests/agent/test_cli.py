@@ -239,7 +239,7 @@ def test_answer_with_a_chat_model(offline_store: Path) -> None:
 
 
 def test_every_trace_event_that_says_what_happened_is_one_line() -> None:
-    from webgpt.agent.cli import _trace_line
+    from webgpt.agent.cli import _printable, _trace_line
     from webgpt.agent.trace import (
         ActionEvent,
         AnswerDeltaEvent,
@@ -282,3 +282,8 @@ def test_every_trace_event_that_says_what_happened_is_one_line() -> None:
         "[2] failed: policy down"
     )
     assert _trace_line(AnswerDeltaEvent(episode=1, text="Crows")) is None  # the answer shows it
+    # a page's text travels in commands and quotes: a terminal's escapes are written out
+    hostile = _trace_line(ShapedEvent(episode=1, part="p", detail="\x1b[2J\rgone\nnext"))
+    assert hostile is not None
+    assert _printable(hostile) == "[1] shaped by p: \\x1b[2J\\rgone\\nnext"
+    assert _printable("Crows — corvids, ½") == "Crows — corvids, ½"  # text stays as it is
