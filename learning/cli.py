@@ -23,7 +23,11 @@ from webgpt.evals.questions import Question, load_questions
 from webgpt.infra.trainer_options import add_trainer_command, parse_config
 from webgpt.infra.vllm_server import print_progress
 from webgpt.learning.demonstrations import Demonstration, Recorder, write_demonstrations
-from webgpt.learning.question_generator import generate_questions, pick_questions
+from webgpt.learning.question_generator import (
+    generate_questions,
+    pick_manual_factoids,
+    pick_questions,
+)
 
 if TYPE_CHECKING:
     from webgpt.learning.comparisons import QuotedQuestion
@@ -208,7 +212,19 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "pages, drawn at its kinds' shares (0: none)",
     )
     quotes.add_argument(
-        "--limit", type=int, default=0, help="at most this many questions, drawn at random"
+        "--manual-questions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N of question_generator's factoids over the software manuals' train pages "
+        "(PostgreSQL, Git, SQLite, Django), drawn beside --generated and --limit: long pages, "
+        "where the answering sentence is one of hundreds",
+    )
+    quotes.add_argument(
+        "--limit",
+        type=int,
+        default=0,
+        help="at most this many questions of the question files and --generated, drawn at random",
     )
     quotes.add_argument("--negatives", type=int, default=3, help="rows a question, at most")
     quotes.add_argument(
@@ -547,11 +563,16 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
     ranker = load_quote_ranker(args.quote_ranker, print_progress) if args.declines else None
     store = OfflineWeb(args.store)
     try:
-        generated = list(generate_questions(store, seed=args.seed)) if args.generated else []
+        wanted = args.generated or args.manual_questions
+        generated = list(generate_questions(store, seed=args.seed)) if wanted else []
         picked = pick_questions(generated, {"train": args.generated}, args.seed)
         questions = written + [q for q in picked if q.kind == "factoid" or args.declines]
         if args.limit:
             questions = random.Random(args.seed).sample(questions, min(args.limit, len(questions)))
+        drawn = {(q.question, q.url) for q in picked}
+        unpicked = [q for q in generated if (q.question, q.url) not in drawn]
+        manual = pick_manual_factoids(unpicked, args.manual_questions, args.seed)
+        questions += manual
         pages = ServedSentences(store)
         rows = list(quote_rows(questions, pages, negatives=args.negatives, seed=args.seed))
         if args.declines:
@@ -566,8 +587,8 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
     asked = len({row["question"] for row in rows})
     print_progress(
         f"wrote {len(rows)} comparisons of {asked} questions to {args.out} "
-        f"(of {len(written)} from question files, {len(picked)} generated and "
-        f"{len(recorded)} episodes)"
+        f"(of {len(written)} from question files, {len(picked)} generated, "
+        f"{len(manual)} of the manuals and {len(recorded)} episodes)"
     )
     return 0 if rows else 1
 

@@ -1059,7 +1059,10 @@ def python_doc_questions(
 
 
 # -- Software manuals ------------------------------------------------------------------
-#
+
+# What a manual question's style starts with ("manual option", "manual default", ...).
+MANUAL_STYLE = "manual"
+
 # A manual documents its options, settings, functions and terms in definition lists: one
 # or more terms (`<dt>`: "-a" and "--all" name one option) and a description (`<dd>`).
 # Such an entry is often far down a long page, where a Find of its term reaches it
@@ -1316,7 +1319,7 @@ def manual_questions(
             title=entry.name,
             evidence=evidence,
             answer=answer,
-            style=f"manual {style}",
+            style=f"{MANUAL_STYLE} {style}",
         )
 
     for entry in manual_entries(doc):
@@ -1419,6 +1422,23 @@ def _linked_page(
         _, sentences, topic = wikipedia_page(linked)
         return target, titles[target], sentences, topic
     return None
+
+
+def pick_manual_factoids(questions: list[Question], count: int, seed: int) -> list[Question]:
+    """Up to count factoids of the software manuals' train pages, drawn at random: a quote
+    ranker's share of long pages, where which sentence answers matters most (a page holds
+    hundreds; a summary a handful), beside a draw at the kinds' shares (pick_questions)."""
+    manual = [
+        q
+        for q in sorted(questions, key=lambda q: (q.question, q.url or ""))
+        if q.split == "train" and q.kind == "factoid" and is_manual_question(q)
+    ]
+    return random.Random(seed).sample(manual, min(count, len(manual)))
+
+
+def is_manual_question(question: Question) -> bool:
+    """Whether manual_questions wrote it (about an entry of a software manual's page)."""
+    return (question.style or "").startswith(f"{MANUAL_STYLE} ")
 
 
 # What a generated set is made of: mostly factoids, then long-form and unanswerable ones.

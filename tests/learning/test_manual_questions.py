@@ -3,6 +3,7 @@ description) and the scripted demonstrator reaching them deep in their pages, on
 offline web of real manual pages (the Debian packages scripts/install.sh installs)."""
 
 import dataclasses
+import json
 import random
 import re
 import shutil
@@ -19,8 +20,13 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 from webgpt.evals.questions import Question, contains_gold, split_of
 from webgpt.learning.demonstrations import DemoQuote, replay
-from webgpt.learning.question_generator import generate_questions, manual_entries
+from webgpt.learning.question_generator import (
+    generate_questions,
+    is_manual_question,
+    manual_entries,
+)
 from webgpt.learning.scripted import ScriptedConfig, demonstrate
+from webgpt.service.cli import main
 
 # A few real pages of two manuals: long ones whose entries lie far down, and a neighbour
 # of each that search has to tell apart from it (training pages all: split_of).
@@ -113,7 +119,7 @@ def test_a_keyword_of_an_sql_command_is_asked_about_in_that_command(
 def test_every_reference_answer_states_its_gold_and_is_one_the_grammar_admits(
     generated: list[Question],
 ) -> None:
-    questions = [q for q in generated if (q.style or "").startswith("manual ")]
+    questions = [q for q in generated if is_manual_question(q)]
     assert {q.style for q in questions} >= {"manual option", "manual setting", "manual term"}
     for question in questions:
         assert question.answer is not None and question.evidence is not None
@@ -189,3 +195,29 @@ async def test_a_term_that_no_page_holds_gets_no_demonstration(
     session = manual_web.session(config=SessionConfig(max_actions=30))
     config = ScriptedConfig(detour_share=0)
     assert await demonstrate(absent, session, random.Random(0), config) is None
+
+
+def test_quote_comparisons_draw_the_manuals_factoids_beside_the_rest(
+    manual_store: Path, tmp_path: Path
+) -> None:
+    """`--manual-questions N` adds N of the manuals' factoids, whatever --generated and
+    --limit draw: rows of their long pages, the answering sentence against another."""
+    out = tmp_path / "quotes.jsonl"
+    command = ["comparisons", "quotes", "--generated", "0", "--manual-questions", "6"]
+    assert main([*command, "--store", str(manual_store), "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    questions = generate_questions(OfflineWeb(manual_store))  # as the command draws them
+    by_text = {q.question: q for q in questions if is_manual_question(q)}
+    assert 1 <= len({row["question"] for row in rows}) <= 6
+    for row in rows:
+        question = by_text[row["question"]]  # a manual question, and one of its pages
+        assert row["url"] == question.url and split_of(row["url"]) == "train"
+        winner = row[f"quote_{row['preference']}"]
+        loser = row["quote_b" if row["preference"] == "a" else "quote_a"]
+        assert contains_gold(winner, question.gold_answers)
+        assert not contains_gold(loser, question.gold_answers)
+
+    fewer = tmp_path / "fewer.jsonl"
+    assert main([*command[:-1], "2", "--store", str(manual_store), "--out", str(fewer)]) == 0
+    asked_fewer = {json.loads(line)["question"] for line in fewer.read_text().splitlines()}
+    assert 1 <= len(asked_fewer) <= 2
