@@ -129,7 +129,9 @@ def browsing_grammar(
     grammar's parts that narrowed them (the trace shows them beside each command).
 
     Browsing ends once it holds min_quotes quotes; with its actions running out, once it
-    holds one, after quoting what is in view where it wants more. A sentence quoted already
+    holds one, after quoting what is in view where it wants more. A question wanting one
+    quote, back at a page view it showed before with nothing quoted (a loop:
+    BrowserSession.looping), quotes what is in view. A sentence quoted already
     is not offered again, and where a learned ranker picked some (ranked;
     agent.quote_ranking) only those are offered. A page that writes a callable the question
     names before its arguments takes a Find of that only, until its signature tops the
@@ -155,6 +157,11 @@ def browsing_grammar(
     finishing = [*narrowed, "force_finish"]
     if force_finish and session.quotes and left <= 1:
         return BrowsingGrammar("End: Answer", finishing)
+    if force_finish and session.looping and not session.quotes and min_quotes == 1 and quotes:
+        # A fact's browsing back at a view it showed before, nothing quoted yet: it is going
+        # round, and would go round again. Quote what is in view. (An explanation is left
+        # to browse on: quoted so, its answers lost more than they gained on dev.)
+        return BrowsingGrammar(quote, finishing)
     if force_finish and not session.quotes and left <= FORCE_FINISH_ACTIONS:
         # Quote what is in view, else open a page, else search with the question's own
         # words (a free query may match nothing): the shortest way to a quote.

@@ -88,6 +88,9 @@ class BrowserSession:
         self._history: list[_View] = []
         self._view = _View(BLANK_PAGE)
         self._censor = Censor(())
+        # the page views shown, each with the number of quotes then held (see looping)
+        self._views_shown: set[tuple[str, int, int]] = set()
+        self.looping = False
 
     # -- public surface -------------------------------------------------------------
 
@@ -101,6 +104,8 @@ class BrowserSession:
         self.end_reason = None
         self._history = []
         self._view = _View(BLANK_PAGE)
+        self._views_shown = set()
+        self.looping = False
         texts = [self.question] + ([reference_answer] if reference_answer else [])
         self._censor = Censor(texts if self.config.censor else ())
         return self.observation()
@@ -156,6 +161,7 @@ class BrowserSession:
         except InvalidCommand as error:
             event = InvalidActionEvent(text=command_text[:500], reason=str(error))
             self.past_actions.append(f"Refused: {error}")
+        self._note_view()
         if not self.done and self.actions_left == 0:
             self.end_reason = "action_limit"
         return StepResult(self.observation(), event, self.done)
@@ -171,6 +177,7 @@ class BrowserSession:
         self._open(page)
         self.past_actions.append(f"Open {page.url or url}")
         event = self._page_event(page, "url")
+        self._note_view()
         if not self.done and self.actions_left == 0:
             self.end_reason = "action_limit"
         return StepResult(self.observation(), event, self.done)
@@ -304,6 +311,21 @@ class BrowserSession:
         return self._page_event(self._view.page, "back")
 
     # -- helpers --------------------------------------------------------------------
+
+    def _note_view(self) -> None:
+        """Whether the view now in front of the browser is one it showed before with as
+        many quotes held (looping): the browser is deterministic, so the commands that led
+        from that view back to it would lead round again. A command that left the view as
+        it was (a Find that found nothing, a scroll past the end) shows it again too.
+        Results, blank and error pages do not count: nothing on them can be quoted, and a
+        search may come back to them to open another result."""
+        page = self._view.page
+        if page.kind in ("blank", "search", "error"):
+            self.looping = False
+            return
+        view = (page.url, self._view.cursor, len(self.quotes))
+        self.looping = view in self._views_shown
+        self._views_shown.add(view)
 
     def _open(self, page: Page) -> None:
         if self._view.page.kind != "blank":

@@ -188,6 +188,35 @@ async def test_an_explanation_browses_until_it_holds_two_different_quotes(web: W
     assert re.fullmatch(browsing_regex(session, min_quotes=2), "End: Answer")
 
 
+async def test_a_fact_s_browsing_back_at_a_view_it_showed_quotes_what_is_in_view(
+    web: Web,
+) -> None:
+    """A loop: the same search and click bring back a view shown before with nothing
+    quoted. A question wanting one quote then quotes what is in view; an explanation
+    browses on, and so does a fact holding its quote."""
+    session = web.session(config=SessionConfig(max_actions=20))
+    session.reset("What do crows recognise?")
+    first = "Crows are birds of the genus Corvus."
+    for command in ("Search crow", "Clicked on link 0"):
+        await session.step(command)
+    assert not session.looping
+    assert re.fullmatch(browsing_regex(session), "Search crow")
+    await session.step("Search crow")
+    assert not session.looping  # a results page holds nothing to quote: it never counts
+    await session.step("Clicked on link 0")
+    assert session.looping
+    looped = browsing_regex(session)
+    assert re.fullmatch(looped, f"Quote: {first}")
+    assert not re.fullmatch(looped, "Search crow") and not re.fullmatch(looped, "Top")
+    assert re.fullmatch(browsing_regex(session, min_quotes=3), "Search crow")  # explanation
+    assert re.fullmatch(browsing_regex(session, force_finish=False), "Search crow")
+    await session.step(f"Quote: {first}")
+    await session.step("Top")  # already at the top: the same view with the same quote
+    assert session.looping
+    held = browsing_regex(session)
+    assert re.fullmatch(held, "Search crow") and re.fullmatch(held, "End: Answer")
+
+
 def test_an_explanation_s_answer_cites_two_quotes_in_two_sentences() -> None:
     quotes = [quoted("Crows are birds."), quoted("Crows know faces.")]
     grammar = cited_answer_regex("How do crows know faces?", quotes, distinct=2)

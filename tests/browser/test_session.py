@@ -213,3 +213,35 @@ async def test_only_recent_past_actions_are_shown(web: FixtureWeb, workers: Rend
     assert "Search query 4\n" not in observation
     assert "Search query 5\n" in observation and "Search query 34\n" in observation
     assert len(session.past_actions) == 35
+
+
+async def test_a_view_shown_again_with_no_quote_since_is_a_loop(
+    web: FixtureWeb, workers: RenderWorkers
+) -> None:
+    """looping: the view now shown (page, first line in view) was shown before with as many
+    quotes held. A command that leaves the view as it was shows it again; a search's results
+    and an error page never count."""
+    session = make_session(web, workers, max_actions=20)
+    session.reset("q")
+    await open_page(session, "article")
+    assert not session.looping
+    await session.step("Scrolled down 1")
+    assert not session.looping  # a view not shown before
+    await session.step("Find in page: no such words anywhere")  # found nothing: view unchanged
+    assert session.looping
+    await session.step("Scrolled up 1")
+    assert session.looping  # the page's top, shown when it opened
+    await session.step("Find in page: the secret ingredient")
+    assert not session.looping
+    await session.step("Quote: the secret ingredient is patience")
+    assert not session.looping  # the same view, but with a quote more
+    await session.step("Top")
+    assert not session.looping  # the top with one quote held: not shown so before
+    await session.step("Search article")
+    await session.step("Search article")
+    assert not session.looping  # results pages do not count
+    await session.step("Clicked on link 0")
+    assert session.looping  # back at the top it showed with one quote held
+    session.reset("q")
+    await open_page(session, "article")
+    assert not session.looping  # a new episode remembers nothing
