@@ -558,6 +558,8 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
 
     if args.episodes and not args.declines:
         raise ConfigurationError("--episodes makes decline rows: it needs --declines")
+    if args.manual_questions < 0:
+        raise ConfigurationError(f"--manual-questions wants 0 or more, not {args.manual_questions}")
     written = [q for path in args.questions for q in load_questions(path, split="train")]
     recorded = [o for path in args.episodes for o in recorded_outcomes(path)]
     ranker = load_quote_ranker(args.quote_ranker, print_progress) if args.declines else None

@@ -221,3 +221,13 @@ def test_quote_comparisons_draw_the_manuals_factoids_beside_the_rest(
     assert main([*command[:-1], "2", "--store", str(manual_store), "--out", str(fewer)]) == 0
     asked_fewer = {json.loads(line)["question"] for line in fewer.read_text().splitlines()}
     assert 1 <= len(asked_fewer) <= 2
+
+
+def test_a_negative_count_of_manual_questions_is_refused_and_writes_nothing(
+    manual_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "quotes.jsonl"
+    command = ["comparisons", "quotes", "--manual-questions", "-3", "--store", str(manual_store)]
+    assert main([*command, "--out", str(out)]) != 0
+    assert "--manual-questions wants 0 or more, not -3" in capsys.readouterr().err
+    assert not out.exists()
