@@ -1,6 +1,6 @@
 # The two commands of the README are `make demo` and `make test`; each installs first.
 VENV := .venv/bin
-QUESTION ?= What does the json module's dumps function do?
+QUESTION ?= What does json.dumps do?
 
 .PHONY: install lock demo test test-fast lint goldens bench corpus
 

@@ -186,9 +186,6 @@ class ChatPolicy(OpenAIPolicy):
             raise PolicyResponseError(f"malformed chat completions answer: {error!r}") from error
         return str(called[1].get("question", "")) if called else ""
 
-    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
-        raise PolicyResponseError("a chat policy scores no continuations (no decline threshold)")
-
     async def _call(
         self, system: str, user: str, tools: list[dict[str, Any]], request: dict[str, Any]
     ) -> Any:

@@ -2,7 +2,6 @@
 
 import argparse
 import asyncio
-import math
 import sys
 import time
 from pathlib import Path
@@ -69,7 +68,7 @@ REGISTRY_HELP = "policy registry folder (default: $WEBGPT_HOME/registry/policy)"
 
 def add_answer_rules(parser: argparse.ArgumentParser) -> None:
     """How answers are chosen, shared by `webgpt answer` and `webgpt eval`: the answer
-    rules of guided decoding and --decline-threshold P."""
+    rules of guided decoding."""
     parser.add_argument(
         "--explanation-quotes",
         type=int,
@@ -126,15 +125,6 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="an episode's first Search is the question's own words (default: on; "
         'docs/questions.md, "The question\'s own search")',
-    )
-    parser.add_argument(
-        "--decline-threshold",
-        type=_probability,
-        default=None,
-        metavar="P",
-        help="decline when the policy's own probability of a decline is at least P (0-1), "
-        "else answer with citations; default: the sampled answer decides "
-        '(docs/questions.md, "A decline threshold")',
     )
     parser.add_argument(
         "--no-rewrite",
@@ -194,7 +184,6 @@ def is_guided(args: argparse.Namespace) -> bool:
 def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
     """The EpisodeConfig fields that add_answer_rules' options set."""
     return {
-        "decline_threshold": args.decline_threshold,
         "explanation_quotes": args.explanation_quotes,
         "grounded_declines": not args.no_grounded_declines,
         "answerability": load_answerability(args.answerability, getattr(args, "store", None)),
@@ -223,16 +212,6 @@ def _quote_count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of quotes, 0 for any")
     return int(text)
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a probability from 0 to 1")
-    return value
 
 
 def register(

@@ -1,6 +1,5 @@
 """One episode: browse until `End:` or a limit, then write an answer that cites quotes."""
 
-import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,14 +14,11 @@ from webgpt.agent.answer_rules import (
 )
 from webgpt.agent.answerability import Answerability
 from webgpt.agent.declines import (
-    DECLINE_CLAUSE_REGEX,
-    DECLINE_PREFIX,
     decline_answer,
     is_declined,
     uncited_decline,
 )
 from webgpt.agent.degenerate import degeneracy
-from webgpt.agent.errors import ConfigurationError
 from webgpt.agent.grammar import (
     ANSWER_TEXT,
     Quoted,
@@ -34,7 +30,7 @@ from webgpt.agent.grammar import (
     quotes_to_offer,
     with_stop,
 )
-from webgpt.agent.policy import Policy, Sampling, ScoresContinuations, Usage
+from webgpt.agent.policy import Policy, Sampling, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead, ranked_quotes
 from webgpt.agent.scoring import ScoredAnswer, Scorer
@@ -49,9 +45,6 @@ from webgpt.agent.trace import (
 from webgpt.browser.session import BrowserSession
 
 Emit = Callable[[TraceEvent], Awaitable[None]]
-# A decline's opening words as the model tokenizes them (" say", then " who ..."): what a
-# decline threshold scores, and what a decline it chose is written after.
-DECLINE_OPENING = DECLINE_PREFIX.rstrip()
 # A degenerate answer's retry opens each sentence with this many of its quote's words.
 MIN_OPENING_WORDS = 3
 AnswerBranch = Literal["either", "cited", "decline"]
@@ -59,7 +52,6 @@ AnswerBranch = Literal["either", "cited", "decline"]
 SHAPING_PARTS = {
     "answerability_decline": "declined: the answerability model judged the quotes no answer",
     "grounded_decline": "declined: the question names what no quote shows",
-    "decline_threshold": "the policy's own probability of a decline chose the branch",
     "judged_decline": "declined: the decline judgment scored the decline above the answer",
     "evidence_decline": "declined: the quote ranker scored no quote above the decline",
     "decline_wording": "a decline's sentence written by rule from the question",
@@ -113,11 +105,6 @@ class EpisodeConfig:
     command_max_tokens: int = 256
     # Ends a run-on answer: one cut here before its citation is degenerate, and retried.
     answer_max_tokens: int = 600
-    # Decline when the policy's own probability of opening its answer with the decline's
-    # words (DECLINE_OPENING, after the answer prompt) is at least this, else write a cited
-    # answer: a choice made on the whole decline rather than token by token, tunable on
-    # dev questions (docs/questions.md, "A decline threshold"). None: sampling decides.
-    decline_threshold: float | None = None
     # The answer rules of guided decoding (agent.answer_rules; docs/questions.md): a
     # question asking how or why browses until it holds this many quotes (unless its
     # actions run out) and its answer cites two distinct ones or more; 1: as any question.
@@ -177,8 +164,6 @@ class EpisodeConfig:
         return self.quote_ranker.evidence_margin
 
     def __post_init__(self) -> None:
-        if self.decline_threshold is not None and not 0.0 <= self.decline_threshold <= 1.0:
-            raise ValueError(f"decline_threshold {self.decline_threshold}: give 0 to 1")
         if not 1 <= self.explanation_quotes <= MAX_EXPLANATION_QUOTES:
             raise ValueError(
                 f"explanation_quotes {self.explanation_quotes}: give 1 to {MAX_EXPLANATION_QUOTES}"
@@ -231,8 +216,6 @@ class EpisodeResult:
     # every quote collected, numbered from 1: what an answer written from answer_prompt
     # may cite (references, but kept for a decline too: RL writes other answers from it)
     quotes: list[Reference] = field(default_factory=list)
-    # With a decline threshold: the policy's probability of opening with a decline
-    decline_probability: float | None = None
     # What the question names that no quote shows (guided): why a grounded decline was
     # written, or with grounded_declines off, what would have declined
     unshown: list[str] = field(default_factory=list)
@@ -272,18 +255,15 @@ def answer_sampling(
     config: EpisodeConfig,
     question: str,
     quotes: Sequence[Quoted],
-    branch: AnswerBranch = "either",
+    branch: Literal["either", "cited"] = "either",
     *,
     sentence_cite: int | None = None,
 ) -> Sampling:
     """How the answer to the question is sampled from the answer-phase prompt of its quotes:
-    a cited answer or a decline, or one of them alone; the decline's rest after
-    DECLINE_OPENING, which the prompt then ends with. sentence_cite: the rest of one
+    a cited answer or a decline, or a cited answer alone. sentence_cite: the rest of one
     sentence the prompt opens with that quote's words, to its citation
     (grammar.quoted_sentence_regex)."""
-    if branch == "decline":
-        regex = f" {DECLINE_CLAUSE_REGEX}"
-    elif sentence_cite is not None:
+    if sentence_cite is not None:
         regex = quoted_sentence_regex(question, quotes, sentence_cite)
     else:
         cited = answer_regex if branch == "either" else cited_answer_regex
@@ -393,8 +373,7 @@ async def write_answer(
     With an answerability model, it decides whether to decline (EpisodeConfig.answerability);
     else a question naming what no quote shows is declined (EpisodeConfig.grounded_declines);
     else, with declines by evidence, the quote ranker's evidence margin chooses
-    (EpisodeConfig.evidence_declines); else, with a decline threshold, the policy's
-    probability of a decline chooses which;
+    (EpisodeConfig.evidence_declines); else the policy's own answer chooses which;
     with a decline judgment, the policy drafts a cited answer and the judgment serves the
     decline where it scores the decline above it (EpisodeConfig.decline_judge).
     Under guided decoding a degenerate answer (agent.degenerate: a loop, a repeat, blanks,
@@ -511,12 +490,6 @@ async def _drafted_answer(
         branch = "cited" if result.evidence > threshold else "decline"
         if branch == "decline":
             await shaped("evidence_decline", f"best quote {result.evidence:+.2f}")
-    elif config.decline_threshold is not None:
-        result.decline_probability, used = await decline_probability(policy, prompt)
-        result.usage += used
-        declines = result.decline_probability >= config.decline_threshold
-        branch = "decline" if declines else "cited"
-        await shaped("decline_threshold", f"{result.decline_probability:.3f}")
     if branch == "decline":
         # what the pages do not say is the question itself: the sentence is written by rule
         declined = decline_answer(session.question)
@@ -594,12 +567,3 @@ async def _stream_answer(
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text=chunk.text))
     return "".join(parts), finish
-
-
-async def decline_probability(policy: Policy, answer_prompt: str) -> tuple[float, Usage]:
-    """The policy's probability of opening its answer with a decline's words, and the
-    tokens reading it took."""
-    if not isinstance(policy, ScoresContinuations):
-        raise ConfigurationError(f"policy {policy.name} cannot score text: no decline threshold")
-    logprob, used = await policy.continuation_logprob(answer_prompt, DECLINE_OPENING)
-    return math.exp(logprob), used

@@ -98,29 +98,6 @@ class TransformersPolicy:
         choice = result.choices[0]
         yield StreamChunk(choice.text, result.usage, choice.finish_reason)
 
-    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
-        """The prompt and continuation tokenized together, as a serving engine does; the
-        continuation's tokens are those from the prompt's end on."""
-        if not continuation:
-            raise ValueError("no continuation to score")
-        return await asyncio.to_thread(self._continuation_logprob, prompt, continuation)
-
-    def _continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
-        import torch
-
-        encoded = self.tokenizer(prompt + continuation, return_offsets_mapping=True)
-        spans = encoded["offset_mapping"]  # a tokenizer may leave whitespace out of them
-        first = next((i for i, (start, _) in enumerate(spans) if start >= len(prompt)), None)
-        if first is None or first == 0 or spans[first - 1][1] > len(prompt):
-            raise ValueError("the continuation does not start at a token boundary of the prompt")
-        ids = torch.tensor([encoded["input_ids"]], device=self.model.device)
-        with self._lock, torch.no_grad():
-            logits = self.model(ids).logits[0, :-1].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
-        targets = ids[0, first:]
-        logprob = float(logprobs[first - 1 :].gather(1, targets[:, None]).sum())
-        return logprob, Usage(prompt_tokens=ids.shape[1])
-
     async def _generate_waiting(self) -> None:
         """Batch after batch until no call waits; every call's future gets its result, the
         batch's error, or is cancelled with this task."""

@@ -66,37 +66,6 @@ class OpenAIPolicy:
             raise PolicyResponseError(f"asked for {sampling.n} samples, got {len(completions)}")
         return Completions(completions, used, prompt_ids if sampling.token_ids else None)
 
-    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
-        """By the completions API's `echo` with `logprobs`: the server sends back the
-        log-prob of each of the prompt's own tokens with its character offset, and the
-        continuation's tokens are those from the prompt's end on (the one token it then
-        generates starts after them). Unguided: a constraint would change the figure."""
-        if not continuation:
-            raise ValueError("no continuation to score")
-        text = prompt + continuation
-        payload = {"model": self.model, "prompt": text, "max_tokens": 1, "temperature": 0.0}
-        body = await self._request({**payload, "echo": True, "logprobs": 0})
-        try:
-            logprobs = body["choices"][0]["logprobs"]
-            usage = body.get("usage") or {}
-            used = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
-            scored = [
-                (offset, value)
-                for offset, value in zip(
-                    logprobs["text_offset"], logprobs["token_logprobs"], strict=True
-                )
-                if len(prompt) <= offset < len(text)
-            ]
-        except (KeyError, IndexError, TypeError, ValueError) as error:
-            raise PolicyResponseError(f"malformed echoed log-probs: {error!r}") from error
-        if not scored or scored[0][0] != len(prompt):
-            raise PolicyResponseError(
-                "the continuation does not start at a token boundary of the prompt it follows"
-            )
-        if any(value is None for _, value in scored):
-            raise PolicyResponseError("the server sent no log-prob for a continuation token")
-        return float(sum(value for _, value in scored)), used
-
     async def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
         if sampling.n != 1:
             raise ValueError("stream() produces one sample")

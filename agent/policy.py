@@ -86,17 +86,6 @@ class Policy(Protocol):
 
 
 @runtime_checkable
-class ScoresContinuations(Protocol):
-    """A policy that can say how likely it finds a given continuation of a prompt: what a
-    decline threshold (EpisodeConfig.decline_threshold) reads."""
-
-    async def continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, Usage]:
-        """log P(continuation | prompt), summed over the continuation's tokens, and the
-        tokens the request took."""
-        ...
-
-
-@runtime_checkable
 class RewritesFollowUps(Protocol):
     """A policy that can make a follow-up question standalone from the conversation (a
     chat model can; the trained completion-format policy cannot, and the rule of

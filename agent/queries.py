@@ -18,10 +18,6 @@ QUERY_STOPWORDS = frozenset({
     "born", "die",
 })  # fmt: skip
 _WORD = re.compile(r"[\w.'-]+")
-# A docs question names a callable by its module ("the json module's dumps function"):
-# searched as the qualified name its page writes, "json.dumps", whose module's page the
-# offline web then ranks first (browser.offline.named_by).
-_MODULE_MEMBER = re.compile(r"\b([a-z_][\w.]*) module's (\w+)")
 # A dotted name in a question: "sqlite3.Connection.cursor()", "asyncio._register_task()".
 _DOTTED_NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 # The annotations Sphinx writes before a signature ("classmethod datetime.date.today()",
@@ -35,17 +31,17 @@ MAX_QUERY_WORDS = 16
 
 
 def question_query(question: str) -> str:
-    """The question's words less QUERY_STOPWORDS, in its order, a module's member written
-    as its qualified name; the question itself where nothing else remains."""
-    words = [w.strip(".'?") for w in _WORD.findall(_MODULE_MEMBER.sub(r"\1.\2", question))]
+    """The question's words less QUERY_STOPWORDS, in its order; the question itself where
+    nothing else remains."""
+    words = [w.strip(".'?") for w in _WORD.findall(question)]
     content = [w for w in words if w and w.lower() not in QUERY_STOPWORDS]
     return " ".join(content[:MAX_QUERY_WORDS]) or " ".join(question.split())
 
 
 def named_callables(question: str) -> list[str]:
-    """The dotted names the question names, a module's member as its qualified name ("the
-    pdb module's runcall function": "pdb.runcall"), each once, in the question's order."""
-    return list(dict.fromkeys(_DOTTED_NAME.findall(_MODULE_MEMBER.sub(r"\1.\2", question))))
+    """The dotted names the question names ("pdb.runcall"), each once, in the question's
+    order."""
+    return list(dict.fromkeys(_DOTTED_NAME.findall(question)))
 
 
 def opens_signature(line: str, name: str) -> bool:

@@ -105,16 +105,6 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--json-out files (the same policies, other questions: a question set evaluated in "
         "parts) as one run, with its tables, paired differences, --plot and --json-out",
     )
-    evaluate.add_argument(
-        "--decline-curve",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="JSON",
-        help="repeatable, instead of evaluating: what each decline threshold would decline "
-        "and keep right, from --json-out files recorded with --decline-threshold 1, and "
-        "the lowest threshold that declines at most 10%% of answerable questions",
-    )
     evaluate.add_argument("--store", type=Path, default=None, help="offline web file")
     evaluate.set_defaults(run=_eval)
 
@@ -281,12 +271,6 @@ def _eval(args: argparse.Namespace) -> int:
 
     from webgpt.evals.evaluate import format_table
 
-    if args.decline_curve:
-        if args.questions is not None or args.best_of or args.pool:
-            raise ConfigurationError(
-                "--decline-curve reports earlier runs: no --questions, --best-of or --pool"
-            )
-        return _report_decline_curves(args.decline_curve)
     if args.pool:
         if args.questions is not None or args.best_of:
             raise ConfigurationError("--pool reports earlier samples: no --questions or --best-of")
@@ -374,10 +358,8 @@ async def _eval_one(
 def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
     from webgpt.evals.best_of_n import format_best_of
 
-    if args.decline_threshold is not None or args.decline_judge is not None:
-        raise ConfigurationError(
-            "--best-of estimates answers as sampled: no --decline-threshold or --decline-judge"
-        )
+    if args.decline_judge is not None:
+        raise ConfigurationError("--best-of estimates answers as sampled: no --decline-judge")
     if args.temperature <= 0 or not 1 <= args.best_of <= 64:
         raise ConfigurationError("--best-of N needs 1 <= N <= 64 and --temperature > 0")
     args.reward_model = reward_model_folder(
@@ -392,27 +374,6 @@ def _eval_best_of(args: argparse.Namespace, questions: list[Question]) -> int:
         collected[target.label] = asyncio.run(_best_of_one(args, target, questions))
         print(format_best_of(target.label, collected[target.label].table()))
     return _report_best_of(args, collected, tables_printed=True)
-
-
-def _report_decline_curves(paths: list[Path]) -> int:
-    import json
-
-    from webgpt.evals.decline_curve import decline_curve, format_curve
-
-    for path in paths:
-        try:
-            reports = json.loads(path.read_text())
-            curves = [
-                (f"{path.name}: {r['figures']['policy']}", decline_curve(r["outcomes"]))
-                for r in reports
-            ]
-        except OSError as error:
-            raise DataError(f"--decline-curve {path}: {error.strerror or error}") from error
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise DataError(f"--decline-curve {path}: not a --json-out file ({error!r})") from error
-        for label, points in curves:
-            print(format_curve(label, points) + "\n")
-    return 0
 
 
 def _pooled_samples(paths: list[Path]) -> "dict[str, BestOfSamples]":

@@ -71,8 +71,6 @@ class Outcome:
     sentences: int = 0  # distinct ones (distinct_sentence_count)
     distinct_citations: int = 0
     key_points: float | None = None  # share of the key points stated (long-form)
-    # With a decline threshold: the policy's probability of a decline, which it was held to
-    decline_probability: float | None = None
     # Guided: what the question named that no quote showed (a decline where grounded
     # declines are on; with them off, what they would have declined)
     unshown: list[str] = field(default_factory=list)
@@ -321,7 +319,6 @@ async def evaluate_policy(
                 sentences=distinct_sentence_count(answer or ""),
                 distinct_citations=len(cited_numbers(answer or "", result.references)),
                 key_points=key_point_coverage(answer, question.key_points),
-                decline_probability=result.decline_probability,
                 unshown=result.unshown,
                 judgment=result.judgment,
                 evidence=result.evidence,

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv/bin
-QUESTION=${QUESTION:-"What does the json module's dumps function do?"}
+QUESTION=${QUESTION:-"What does json.dumps do?"}
 PORT=${PORT:-8080}
 # Greedy, so every run prints the same answer, and `webgpt eval`'s action limit: the json
 # entry is the ninth line holding "json.dumps(" (eight usage examples come first), so the

@@ -247,8 +247,8 @@ class AnswerService:
             ) from None
 
     def _episode_config(self, temperature: float) -> EpisodeConfig:
-        """Episodes as the settings ask: the decline threshold, the answer rules, the
-        decline judgment and the quote ranker."""
+        """Episodes as the settings ask: the answer rules, the decline judgment and the
+        quote ranker."""
         return replace(
             self.settings.episode_config(temperature),
             decline_judge=self.decline_judge,

@@ -73,10 +73,6 @@ class ServiceSettings(Settings):
     policy_canaries: list[str] = Field(
         default_factory=lambda: ["Who wrote the novel Pride and Prejudice?"]
     )
-    # Decline when the policy's probability of a decline is at least this, else answer with
-    # citations (agent.episode.EpisodeConfig.decline_threshold); None: the sampled answer
-    # decides. A property of the policy served: choose it on its dev questions.
-    decline_threshold: float | None = Field(default=None, ge=0, le=1)
     # The answer rules of guided decoding (agent.episode.EpisodeConfig): quotes a how/why
     # question collects and cites (1: as any question), and declines of questions naming
     # what no quote shows.
@@ -194,7 +190,6 @@ class ServiceSettings(Settings):
         return EpisodeConfig(
             temperature=temperature,
             guided=self.policy_format == "completion",
-            decline_threshold=self.decline_threshold,
             **self.answer_rules(),
         )
 

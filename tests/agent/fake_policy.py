@@ -7,7 +7,6 @@ the next scripted answer. Every request body is recorded.
 
 import asyncio
 import json
-import re
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -17,8 +16,6 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-
-from webgpt.agent.episode import DECLINE_OPENING
 
 
 @dataclass
@@ -48,10 +45,6 @@ class Script:
     tokenizer: Any = None
     one_token_per_character: bool = False
     sampled_logprob: float = -0.5  # every sampled token's log-prob, when asked
-    # `echo` with `logprobs` (how a continuation is scored): the prompt comes back as
-    # tokens (words with their leading space, "■" alone), each with this log-prob and its
-    # character offset, then one generated token.
-    echoed_logprob: float = -1.0
 
     def sampled_ids(self, text: str) -> list[int]:
         if not self.one_token_per_character:
@@ -99,33 +92,6 @@ def _unknown_model(script: Script, model: str | None) -> Response | None:
     )
 
 
-def _echoed(script: Script, prompt: str, with_logprobs: bool = True) -> dict[str, Any]:
-    """The echoed prompt; without logprobs (fault "bare"), as a server without them."""
-    tokens = [(m.start(), m.group()) for m in re.finditer(r"■|\s*[^\s■]+|\s+", prompt)]
-    tokens.append((len(prompt), " and"))  # the one token generated after the prompt
-    logprobs = [None] + [script.echoed_logprob] * (len(tokens) - 1)  # none for the first
-    return {
-        "id": "cmpl-1",
-        "object": "text_completion",
-        "model": script.model,
-        "choices": [
-            {
-                "index": 0,
-                "text": prompt + " and",
-                "finish_reason": "length",
-                "logprobs": {
-                    "tokens": [text for _, text in tokens],
-                    "token_logprobs": logprobs,
-                    "text_offset": [offset for offset, _ in tokens],
-                }
-                if with_logprobs
-                else None,
-            }
-        ],
-        "usage": _usage(prompt, " and"),
-    }
-
-
 def fake_policy_app(script: Script) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
@@ -159,12 +125,9 @@ def fake_policy_app(script: Script) -> Starlette:
         if fault == "garbage-json":
             return Response(b"{not json", media_type="application/json")
         prompt: str = body["prompt"]
-        if body.get("echo"):
-            unknown = _unknown_model(script, body.get("model"))
-            return unknown or JSONResponse(_echoed(script, prompt, with_logprobs=fault != "bare"))
-        # an answer's prompt ends "■" or with a decline's opening, or it continues an answer
-        # begun (the one retry, agent.episode._write_by_quote), which stops at "■"
-        is_answer = prompt.endswith(("■", DECLINE_OPENING)) or "■" in (body.get("stop") or [])
+        # an answer's prompt ends "■", or it continues an answer begun (the one retry,
+        # agent.episode._write_by_quote), which stops at "■"
+        is_answer = prompt.endswith("■") or "■" in (body.get("stop") or [])
         texts = [
             script.next_answer() if is_answer else script.next_command(prompt)
             for _ in range(body.get("n", 1))

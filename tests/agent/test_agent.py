@@ -1,21 +1,18 @@
 """The agent against a scripted policy server and a real (small) offline web."""
 
 import asyncio
-import math
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
 from tests.agent.fake_policy import Script
 from webgpt.agent.answer import Agent
 from webgpt.agent.declines import decline_answer, is_declined
-from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig, check_citations, run_episode
-from webgpt.agent.errors import ConfigurationError, PolicyError, PolicyResponseError
+from webgpt.agent.episode import EpisodeConfig, check_citations, run_episode
+from webgpt.agent.errors import ConfigurationError, PolicyError
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.policy import Completions, Sampling, StreamChunk, Usage
 from webgpt.agent.scoring import ScoredAnswer
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.events import CollectedQuote
@@ -251,50 +248,6 @@ async def test_unguided_answer_with_dangling_citation(
     assert result.candidates[0].dangling_citations == [4]
 
 
-async def test_a_decline_threshold_declines_when_the_policy_finds_a_decline_likely_enough(
-    web: Web, policy: OpenAIPolicy, script: Script
-) -> None:
-    """The policy's probability of the decline's opening words (the scripted server gives
-    each word the same log-prob) against the threshold: at or above it the episode declines,
-    its sentence written by rule from the question, below it the policy writes a cited
-    answer; the probability is recorded and the trace names the threshold's choice."""
-    question = "Which crow won the 2031 Tour de France?"
-    decline = decline_answer(question)
-    script.echoed_logprob = math.log(0.3) / len(DECLINE_OPENING.split())
-    outcomes = {}
-    for threshold in (0.29, 0.31):
-        script.commands, script.requests = list(CROW_EPISODE), []
-        script.answers = ["Crows are corvids [1]."]
-        events: list[TraceEvent] = []
-        # no grounded declines: the quotes show no 2031, which would decline unscored
-        config = EpisodeConfig(decline_threshold=threshold, grounded_declines=False)
-        result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
-        [scored] = [r for r in script.requests if r.get("echo")]
-        answering = [r for r in script.requests if r.get("stream")]
-        assert scored["prompt"] == result.answer_prompt + DECLINE_OPENING
-        assert result.decline_probability == pytest.approx(0.3)
-        read = sum(len(r["prompt"].split()) for r in script.requests)  # the server's count
-        assert result.usage.prompt_tokens == read  # the decline's reading included
-        deltas = [e.text for e in events if e.type == "answer_delta"]  # type: ignore[union-attr]
-        assert "".join(deltas) == result.answer
-        shaped = [e for e in events if e.type == "shaped"]
-        assert [(e.part, e.detail) for e in shaped] == [("decline_threshold", "0.300")]  # type: ignore[union-attr]
-        assert result.shaped_by == ["decline_threshold"]
-        outcomes[threshold] = (result, answering)
-
-    declined, answering = outcomes[0.29]
-    assert declined.answer == decline and declined.declined and declined.references == []
-    assert answering == []  # nothing sampled: the decline's sentence is the question's
-
-    answered, answering = outcomes[0.31]
-    assert answered.answer == "Crows are corvids [1]." and not answered.declined
-    [request] = answering
-    assert request["prompt"] == answered.answer_prompt
-    cited_only = request["structured_outputs"]["regex"]
-    assert re.fullmatch(cited_only, "Crows are corvids [1].■")
-    assert not re.fullmatch(cited_only, decline + "■")  # the decline is not offered
-
-
 class FixedJudge:
     """A decline judgment that scores every answer 0 and the decline a fixed score, and
     keeps what it read."""
@@ -347,54 +300,16 @@ async def test_a_decline_judgment_serves_the_decline_where_it_outscores_the_answ
     assert [(e.part, e.detail) for e in shaped] == [("judged_decline", "answer 0.00, decline 0.60")]  # type: ignore[union-attr]
 
 
-async def test_no_decline_threshold_leaves_the_choice_to_sampling(
+async def test_the_answer_grammar_offers_a_decline_beside_a_cited_answer(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
+    """With no decline judgment, grounded decline or evidence margin deciding, the policy
+    chooses between a cited answer and the decline as it samples its answer."""
     script.commands = list(CROW_EPISODE)
-    result = await run_episode(0, web.session(), policy, "Can crows count?", EpisodeConfig())
-    assert result.decline_probability is None
-    assert not any(r.get("echo") for r in script.requests)
+    await run_episode(0, web.session(), policy, "Can crows count?", EpisodeConfig())
     [answering] = [r for r in script.requests if r.get("stream")]
     assert re.fullmatch(answering["structured_outputs"]["regex"], decline_answer("q") + "■")
-    with pytest.raises(ValueError, match="0 to 1"):
-        EpisodeConfig(decline_threshold=1.5)
-
-
-async def test_a_decline_threshold_needs_a_policy_that_scores_text(
-    web: Web, policy: OpenAIPolicy, script: Script
-) -> None:
-    @dataclass
-    class Unscoring:  # completes like the server's policy, scores nothing
-        inner: OpenAIPolicy
-        name: str = "unscoring"
-
-        async def complete(self, prompt: str, sampling: Sampling) -> Completions:
-            return await self.inner.complete(prompt, sampling)
-
-        def stream(self, prompt: str, sampling: Sampling) -> AsyncIterator[StreamChunk]:
-            return self.inner.stream(prompt, sampling)
-
-    script.commands = list(CROW_EPISODE)
-    config = EpisodeConfig(decline_threshold=0.5)
-    with pytest.raises(ConfigurationError, match="cannot score text"):
-        await run_episode(0, web.session(), Unscoring(policy), "Can crows count?", config)
-
-
-async def test_a_continuation_is_scored_from_the_prompt_s_end(
-    policy: OpenAIPolicy, script: Script
-) -> None:
-    script.echoed_logprob = -0.25
-    assert await policy.continuation_logprob("Crows are■", "The pages say") == (
-        -0.75,
-        Usage(prompt_tokens=4, completion_tokens=1),  # as the server counted them
-    )
-    with pytest.raises(PolicyResponseError, match="token boundary"):
-        await policy.continuation_logprob("Crows a", "re corvids")  # " are" spans both
-    with pytest.raises(ValueError, match="no continuation"):
-        await policy.continuation_logprob("Crows are■", "")
-    script.faults = ["bare"]  # a server that echoes the prompt without its log-probs
-    with pytest.raises(PolicyResponseError, match="malformed echoed log-probs"):
-        await policy.continuation_logprob("Crows are■", "The pages say")
+    assert re.fullmatch(answering["structured_outputs"]["regex"], "Crows count [1].■")
 
 
 async def test_best_of_n_needs_a_scorer(web: Web, policy: OpenAIPolicy) -> None:

@@ -86,27 +86,6 @@ def test_answer_json(offline_store: Path, policy_url: str, script: Script) -> No
 
 
 @pytest.mark.slow  # starts a process
-def test_answer_declines_under_a_decline_threshold(
-    offline_store: Path, policy_url: str, script: Script
-) -> None:
-    """`--decline-threshold 0`: the episode declines, its sentence written from the
-    question, and the answer says it declined; a threshold that is no probability is
-    refused."""
-    script.oracle_quote = "Crows are birds of the genus Corvus."
-    question = "Which crow won the 2031 Tour de France?"
-    common = ["--policy-url", policy_url, "--policy-model", "scripted"]
-    result = answer(offline_store, question, *common, "--decline-threshold", "0")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[:3] == [
-        "The pages I found do not say which crow won the 2031 Tour de France.",
-        "",
-        "(declined: the pages it found do not answer the question)",
-    ]
-    refused = answer(offline_store, question, *common, "--decline-threshold", "2")
-    assert refused.returncode == 2 and "probability from 0 to 1" in refused.stderr
-
-
-@pytest.mark.slow  # starts a process
 def test_best_of_n_without_a_reward_model_uses_the_shipped_one(
     offline_store: Path, policy_url: str, script: Script, tmp_path: Path
 ) -> None:

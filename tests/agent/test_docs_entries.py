@@ -153,6 +153,6 @@ def test_an_annotated_signature_opens_the_entry_of_its_callable_alone() -> None:
 def test_the_callables_a_question_names() -> None:
     assert named_callables(QUESTION) == ["asyncio.Condition.acquire"]
     assert named_callables("How is asyncio._enter_task() used?") == ["asyncio._enter_task"]
-    assert named_callables("What does the pdb module's runeval function do?") == ["pdb.runeval"]
+    assert named_callables("What does the pdb.runeval function do?") == ["pdb.runeval"]
     assert named_callables("json.dumps() or json.dumps?") == ["json.dumps"]
     assert named_callables("Why is the sky blue?") == []

@@ -4,12 +4,10 @@ import asyncio
 import re
 from pathlib import Path
 
-import pytest
-
 from tests.learning.test_bc import build_tiny_policy
 from tests.reward.tiny import build_tiny_backbone
 from webgpt.agent.hf_policy import TransformersPolicy, truncate_at_stop
-from webgpt.agent.policy import Sampling, Usage
+from webgpt.agent.policy import Sampling
 
 
 def tiny_policy(folder: Path) -> TransformersPolicy:
@@ -97,20 +95,6 @@ async def test_a_failed_generate_reaches_every_caller_of_its_batch(tmp_path: Pat
 
     policy.model.generate = generate  # the policy goes on with the next calls
     assert len((await policy.complete("Search a", greedy)).choices) == 1
-
-
-async def test_a_continuation_s_log_prob_follows_the_chain_rule(tmp_path: Path) -> None:
-    """log P(b c | a) = log P(b | a) + log P(c | a b), each a sum over the model's own
-    next-token distributions, and a continuation that starts inside a token is refused."""
-    policy = tiny_policy(tmp_path)
-    whole, used = await policy.continuation_logprob("Search crows", " Top Back")
-    first, _ = await policy.continuation_logprob("Search crows", " Top")
-    second, _ = await policy.continuation_logprob("Search crows Top", " Back")
-    assert used == Usage(prompt_tokens=4)  # the four words, read in one pass
-    assert whole < first < 0.0
-    assert whole == pytest.approx(first + second, abs=1e-4)
-    with pytest.raises(ValueError, match="token boundary"):
-        await policy.continuation_logprob("Search cro", "ws")
 
 
 async def test_a_regex_holds_every_sample_and_guided_false_lets_it_go(tmp_path: Path) -> None:

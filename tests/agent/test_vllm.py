@@ -13,9 +13,8 @@ import pytest
 from tests.servers import free_port
 from webgpt.agent.answer import Agent
 from webgpt.agent.chat_policy import ChatPolicy
-from webgpt.agent.episode import DECLINE_OPENING, EpisodeConfig
+from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.grammar import browsing_regex
-from webgpt.agent.hf_policy import TransformersPolicy
 from webgpt.agent.model import (
     DEFAULT_QUOTE_RANKER,
     DEFAULT_QUOTE_RANKER_VERSION,
@@ -129,52 +128,6 @@ async def test_an_episode_runs_to_an_answer_that_cites_a_quote(
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
 
 
-async def test_the_server_scores_a_continuation_as_the_model_does(
-    real_policy: OpenAIPolicy,
-) -> None:
-    """vLLM's echoed log-probs against the same weights in transformers: equal up to the
-    engine's arithmetic (float32 here, bfloat16 on a CPU that has it); and on the server,
-    a continuation scored whole is its two halves scored one after the other."""
-    prompt = (
-        "Can crows recognise people?■[1] Crow (en.wikipedia.org)\n\n"
-        "Crows can recognise individual human faces and remember them for years.■"
-    )
-    local = TransformersPolicy.from_pretrained(str(prepare_default_model()))
-    for continuation in (DECLINE_OPENING, "Crows can recognise"):
-        served, used = await real_policy.continuation_logprob(prompt, continuation)
-        computed, _ = await local.continuation_logprob(prompt, continuation)
-        assert used.prompt_tokens > 0
-        assert served < 0.0
-        assert served == pytest.approx(computed, rel=0.1, abs=0.5), continuation
-    first, rest = "The pages I found", " do not say"
-    assert first + rest == DECLINE_OPENING
-    whole, _ = await real_policy.continuation_logprob(prompt, DECLINE_OPENING)
-    head, _ = await real_policy.continuation_logprob(prompt, first)
-    tail, _ = await real_policy.continuation_logprob(prompt + first, rest)
-    assert whole == pytest.approx(head + tail, abs=0.2)  # batch shapes differ: not bit-equal
-
-
-async def test_a_decline_threshold_holds_the_default_to_a_decline_or_a_cited_answer(
-    web: Web, real_policy: OpenAIPolicy
-) -> None:
-    """At 0 every answer declines, its sentence written from the question, at 1 none does:
-    the cited branch alone, on the real engine."""
-    answers = {}
-    for threshold in (0.0, 1.0):
-        agent = Agent(
-            web,
-            real_policy,
-            episode=EpisodeConfig(temperature=0.0, decline_threshold=threshold),
-            session=SessionConfig(max_actions=8),
-        )
-        answers[threshold] = await agent.answer("Can crows recognise people?")
-    declined, answered = answers[0.0], answers[1.0]
-    assert declined.answer is not None and declined.answer.startswith(DECLINE_OPENING + " ")
-    assert declined.declined and declined.references == []
-    assert answered.answer is not None and not answered.declined
-    assert re.search(r"\[1\]", answered.answer) and answered.references
-
-
 async def test_the_default_policy_answers_the_demo_questions(
     embedded_web_store: Path, real_policy: OpenAIPolicy
 ) -> None:
@@ -193,9 +146,7 @@ async def test_the_default_policy_answers_the_demo_questions(
             episode=EpisodeConfig(quote_ranker=ranker),
             session=SessionConfig(max_actions=20),
         )
-        result = await agent.answer(
-            "What does the json module's dumps function do?", temperature=0.0
-        )
+        result = await agent.answer("What does json.dumps do?", temperature=0.0)
         how = await agent.answer("How does a refrigerator keep food cold?", temperature=0.0)
         future = await agent.answer("Who won the 2030 FIFA World Cup?", temperature=0.0)
     finally:

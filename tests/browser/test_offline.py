@@ -177,6 +177,33 @@ def test_a_page_the_query_names_comes_first(tmp_path: Path) -> None:
     assert len(web.search_sync("Biology", 1)) == 1
 
 
+@pytest.mark.slow  # starts processes
+def test_scripts_rules_off_leaves_out_the_named_page_rule(tmp_path: Path) -> None:
+    """scripts/rules_off.py, how a rule with no switch is measured on against off: with
+    RULES_OFF=named_by a search is bm25's order alone; a rule it does not know is refused."""
+    pages = [
+        _page(wiki_url("Cell_biology"), "Cell biology", "Cell biology is the biology of "
+              "cells, a branch of biology; biology studies cells."),
+        _page(wiki_url("Biology"), "Biology", "The scientific study of life and of living "
+              "things, their structure, function, growth and evolution."),
+    ]  # fmt: skip
+    build_corpus(tmp_path / "web.sqlite", [("test", pages)])
+    script = Path(__file__).resolve().parents[2] / "scripts" / "rules_off.py"
+
+    def first_title(rules: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, str(script), "corpus", "search", "Biology", "--count", "1"]
+        env = {**COMMAND_ENV, "RULES_OFF": rules}
+        store = ["--store", str(tmp_path / "web.sqlite")]
+        return subprocess.run(
+            command + store, capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+
+    on, off, unknown = first_title(""), first_title("named_by"), first_title("named_by,nope")
+    assert on.returncode == 0 and on.stdout.splitlines()[0] == "Biology", on.stderr
+    assert off.returncode == 0 and off.stdout.splitlines()[0] == "Cell biology", off.stderr
+    assert unknown.returncode == 1 and "unknown rules ['nope']" in unknown.stderr
+
+
 def test_named_by_prefers_the_longest_module_a_qualified_name_starts_with() -> None:
     def writes_the_call() -> str:  # the page's document
         return "is_multipart() Return True if the message's payload is a list"

@@ -2,7 +2,6 @@
 and unfaithful."""
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -118,35 +117,3 @@ def test_eval_refuses_an_unknown_policy_target(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "no checkpoint folder" in result.stderr
-
-
-@pytest.mark.slow  # starts a process
-def test_eval_with_a_decline_threshold_records_each_decline_probability(
-    learning_store: Path, tmp_path: Path
-) -> None:
-    """One run at threshold 1 (never declines) records each answer's decline probability:
-    every lower threshold's outcome follows from it. A threshold off 0-1 is refused."""
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text(QUESTIONS[0].model_dump_json() + "\n")
-    script = Script(commands=list(COMMANDS[0]), answers=[ANSWERS[0]], echoed_logprob=-0.1)
-    with serve(fake_policy_app(script)) as base:
-        result = webgpt(
-            "eval", "--questions", str(questions), "--policy", f"fake={base}/v1,scripted",
-            "--no-guided", "--store", str(learning_store), "--decline-threshold", "1",
-            "--json-out", str(tmp_path / "out.json"), home=tmp_path,
-        )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    [written] = json.loads((tmp_path / "out.json").read_text())
-    [outcome] = written["outcomes"]
-    assert outcome["correct"] and not outcome["declined"]
-    assert outcome["decline_probability"] == pytest.approx(math.exp(-0.7))  # 7 words
-    for wrong in ("1.5", "-0.1", "nan", "often"):
-        refused = webgpt(
-            "eval", "--questions", str(questions), "--decline-threshold", wrong, home=tmp_path
-        )
-        assert refused.returncode == 2 and "probability from 0 to 1" in refused.stderr
-    best_of = webgpt(
-        "eval", "--questions", str(questions), "--best-of", "2", "--temperature", "0.8",
-        "--decline-threshold", "0.5", home=tmp_path,
-    )  # fmt: skip
-    assert best_of.returncode == 1 and "no --decline-threshold" in best_of.stderr

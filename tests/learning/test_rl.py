@@ -714,9 +714,9 @@ def test_rollouts_decode_as_the_service_does(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Trained as served: the rollouts' episodes are guided, keep the answer rules and the
-    decline threshold of a service with its default settings, and decode with the quote
-    ranker the service loads (the shipped one, unless WEBGPT_QUOTE_RANKER names another)."""
+    """Trained as served: the rollouts' episodes are guided, keep the answer rules of a
+    service with its default settings, and decode with the quote ranker the service loads
+    (the shipped one, unless WEBGPT_QUOTE_RANKER names another)."""
     from webgpt.agent.model import quote_ranker_path
     from webgpt.service.settings import ServiceSettings
 

@@ -2,7 +2,6 @@
 `final` event, the OpenAI route and the SDK; it has no references."""
 
 import json
-import math
 
 import httpx
 import openai
@@ -12,7 +11,6 @@ from webgpt_client import Client
 
 from tests.agent.fake_policy import Script
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.episode import DECLINE_OPENING
 from webgpt.service.settings import ServiceSettings
 
 # The scripted policy browses to the Crow page for any question that names crows; its
@@ -71,25 +69,6 @@ def test_a_decline_that_cites_a_quote_anyway_is_a_decline(service_url, script: S
     with service_url(**AS_CHOSEN) as base:
         body = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60).json()
     assert body["answer"] == DECLINE and body["declined"] is True and body["references"] == []
-
-
-def test_the_service_holds_its_policy_to_its_decline_threshold(service_url, script: Script) -> None:  # type: ignore[no-untyped-def]
-    """WEBGPT_DECLINE_THRESHOLD: the scripted policy finds a decline 50% likely, so it
-    declines under a threshold of 0.4 (the decline's sentence written from the question)
-    and answers with its citation under 0.6."""
-    script.echoed_logprob = math.log(0.5) / len(DECLINE_OPENING.split())
-    script.answers[:] = ["Crows are corvids [1]."]
-    bodies = []
-    for threshold in (0.4, 0.6):
-        with service_url(decline_threshold=threshold, **AS_CHOSEN) as base:
-            response = httpx.post(f"{base}/answer", json={"question": QUESTION}, timeout=60)
-            bodies.append(response.json())
-    declined, answered = bodies
-    assert declined["answer"] == DECLINE and declined["declined"] is True
-    assert declined["references"] == []
-    assert answered["answer"] == "Crows are corvids [1]." and answered["declined"] is False
-    with pytest.raises(ValidationError, match="decline_threshold"):
-        ServiceSettings(decline_threshold=1.5)
 
 
 def test_the_service_declines_a_question_naming_what_no_quote_shows(
