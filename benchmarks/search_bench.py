@@ -6,10 +6,9 @@ docs/benchmarks.md records them.
 
 Each question's query (agent.queries.question_query) is searched `--repeat` times for 10
 results, as an episode's Search asks; the first pass warms SQLite's page cache and is not
-timed. A page the query names comes first (browser.offline.named_by): bm25's first 50
-pages are read for it, and the body of a page whose title names a module the query's
-qualified name starts with, so the figures are given for the queries that name a module
-and for the rest.
+timed. The figures are given for the queries that name a qualified name and for the rest
+(until 2026-12-03 a page the query named was ranked first, which read the pages of a
+qualified name's module: docs/benchmarks.md keeps both sets of figures).
 """
 
 import argparse

@@ -10,9 +10,7 @@ import re
 import sqlite3
 import threading
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from urllib.parse import urldefrag
 
@@ -38,49 +36,10 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
-# A query can name a page, and bm25 ranks that page below others that say its words more
-# often: "Biology" under "Cell biology", the module page of "datetime.datetime.today"
-# ("datetime — Basic date and time types") under "Data Types". Of the first
-# _NAMED_CANDIDATES pages by bm25, a page the query names comes first (named_by).
-_NAMED_CANDIDATES = 50
-# What a title names: the part before " — " or ": " ("pdb — The Python Debugger — Python
-# 3.11.2 documentation", "email.message: Representing an email message"), or all of it.
-_TITLE_NAME = re.compile(r"(.*?)(?: — |: |$)")
-# A qualified name as code writes it, from a lower-case module: "json.dumps".
-_QUALIFIED = re.compile(r"[a-z_][a-z0-9_]*(?:\.\w+)+")
-_MODULE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 
 
 def default_store_path() -> Path:
     return webgpt_home() / "offline-web.sqlite"
-
-
-def named_by(query: str, title: str, document: Callable[[], str]) -> int:
-    """The length of the page's name where the query gives it, else 0: the query is the
-    title's name ("Biology"), or a qualified name in it starts with a module the title
-    names and the page writes the name's last part as a call ("datetime.datetime.today":
-    the datetime page writes "today("; "email.message.EmailMessage.is_multipart" names
-    "email.message" and, shorter, "email"), so that the most specific page comes first.
-    The call written keeps a package's overview page ("asyncio") from coming before the
-    one documenting the member ("asyncio.Condition.acquire" on "Synchronization
-    Primitives"). document gives the page's stored document (its HTML, where a docs page
-    writes "date.today()" in its prose and examples), read only where its title names a
-    module the query's qualified name starts with."""
-    match = _TITLE_NAME.match(title)
-    name = match[1].strip() if match else ""
-    if not name:
-        return 0
-    if " ".join(query.split()).casefold() == name.casefold():
-        return len(name)
-    if not _MODULE.fullmatch(name):
-        return 0
-    members = [
-        word.rsplit(".", 1)[1] for word in _QUALIFIED.findall(query) if word.startswith(f"{name}.")
-    ]
-    if not members:
-        return 0
-    text = document()
-    return len(name) if any(f"{member}(" in text for member in members) else 0
 
 
 def fts_query(text: str) -> str | None:
@@ -140,9 +99,6 @@ class OfflineWeb:
             row = self._db.execute("SELECT body FROM pages WHERE url = ?", (url,)).fetchone()
         return None if row is None else zlib.decompress(row[0])
 
-    def _document(self, url: str) -> str:
-        return (self.body(url) or b"").decode("utf-8", "replace")
-
     def search_sync(self, query: str, count: int) -> list[SearchResult]:
         match = fts_query(query)
         if match is None:
@@ -156,11 +112,9 @@ class OfflineWeb:
                 "  WHERE pages_fts MATCH ? AND rank MATCH 'bm25(4.0, 1.0)'"
                 "  GROUP BY page ORDER BY score LIMIT ?"
                 ") AS best JOIN pages p ON p.id = best.page ORDER BY best.score",
-                (match, max(count, _NAMED_CANDIDATES)),
+                (match, count),
             ).fetchall()
-        named = [named_by(query, title, partial(self._document, url)) for url, title, _ in rows]
-        ranked = sorted(range(len(rows)), key=lambda i: (-named[i], i))[:count]
-        return [self._result(match, *rows[i]) for i in ranked]
+        return [self._result(match, *row) for row in rows]
 
     def _result(self, match: str, url: str, title: str, section: int) -> SearchResult:
         """A page found by its best section: past the page's first section, its link opens

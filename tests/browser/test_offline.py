@@ -26,7 +26,7 @@ from webgpt.browser.corpus import (
     wikipedia_pages,
 )
 from webgpt.browser.errors import CorpusError
-from webgpt.browser.offline import OfflineWeb, fts_query, named_by
+from webgpt.browser.offline import OfflineWeb, fts_query
 from webgpt.browser.text_fragments import split_text_fragment
 from webgpt.browser.web import Web, WebOptions
 
@@ -143,80 +143,6 @@ async def test_search_click_and_link_between_pages(web: Web) -> None:
 def _page(url: str, title: str, text: str) -> CorpusPage:
     body = f"<html><head><title>{title}</title></head><body><p>{text}</p></body></html>"
     return CorpusPage(url, title, "text/html", body.encode(), text, "test")
-
-
-def test_a_page_the_query_names_comes_first(tmp_path: Path) -> None:
-    """bm25 ranks a page by how often it says the query's words: the page the query names
-    comes first all the same (docs/questions.md, "Pages a query names")."""
-    docs = "https://docs.example/"
-    pages = [
-        _page(wiki_url("Cell_biology"), "Cell biology", "Cell biology is the biology of "
-              "cells, a branch of biology; biology studies cells."),
-        _page(wiki_url("Biology"), "Biology", "The scientific study of life: of living things, "
-              "their structure, function, growth, origin and evolution, in every place."),
-        _page(f"{docs}datatypes.html", "Data Types — Python documentation", "The datetime "
-              "module: datetime.datetime, datetime.date; datetime today, datetime now."),
-        _page(f"{docs}datetime.html", "datetime — Basic date and time types — Python "
-              "documentation", "classmethod datetime.today() Return the current local datetime."),
-        _page(f"{docs}asyncio.html", "asyncio — Asynchronous I/O — Python documentation",
-              "asyncio is a library; asyncio Condition and asyncio locks, asyncio asyncio."),
-        _page(f"{docs}asyncio-sync.html", "Synchronization Primitives — Python documentation",
-              "class asyncio.Condition coroutine acquire() Acquire the underlying lock."),
-    ]  # fmt: skip
-    build_corpus(tmp_path / "web.sqlite", [("test", pages)])
-    web = OfflineWeb(tmp_path / "web.sqlite")
-
-    def first(query: str) -> str:
-        return web.search_sync(query, 3)[0].url
-
-    assert first("Biology") == wiki_url("Biology")  # bm25 alone: "Cell biology"
-    assert first("biology cells") == wiki_url("Cell_biology")  # names no page: bm25's order
-    assert first("datetime.datetime.today") == f"{docs}datetime.html"  # above "Data Types"
-    # asyncio's own page writes no "acquire(": the page documenting it stays first
-    assert first("asyncio.Condition.acquire") == f"{docs}asyncio-sync.html"
-    assert len(web.search_sync("Biology", 1)) == 1
-
-
-@pytest.mark.slow  # starts processes
-def test_scripts_rules_off_leaves_out_the_named_page_rule(tmp_path: Path) -> None:
-    """scripts/rules_off.py, how a rule with no switch is measured on against off: with
-    RULES_OFF=named_by a search is bm25's order alone; a rule it does not know is refused."""
-    pages = [
-        _page(wiki_url("Cell_biology"), "Cell biology", "Cell biology is the biology of "
-              "cells, a branch of biology; biology studies cells."),
-        _page(wiki_url("Biology"), "Biology", "The scientific study of life and of living "
-              "things, their structure, function, growth and evolution."),
-    ]  # fmt: skip
-    build_corpus(tmp_path / "web.sqlite", [("test", pages)])
-    script = Path(__file__).resolve().parents[2] / "scripts" / "rules_off.py"
-
-    def first_title(rules: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, str(script), "corpus", "search", "Biology", "--count", "1"]
-        env = {**COMMAND_ENV, "RULES_OFF": rules}
-        store = ["--store", str(tmp_path / "web.sqlite")]
-        return subprocess.run(
-            command + store, capture_output=True, text=True, env=env, timeout=120, check=False
-        )
-
-    on, off, unknown = first_title(""), first_title("named_by"), first_title("named_by,nope")
-    assert on.returncode == 0 and on.stdout.splitlines()[0] == "Biology", on.stderr
-    assert off.returncode == 0 and off.stdout.splitlines()[0] == "Cell biology", off.stderr
-    assert unknown.returncode == 1 and "unknown rules ['nope']" in unknown.stderr
-
-
-def test_named_by_prefers_the_longest_module_a_qualified_name_starts_with() -> None:
-    def writes_the_call() -> str:  # the page's document
-        return "is_multipart() Return True if the message's payload is a list"
-
-    query = "email.message.EmailMessage.is_multipart"
-    message = named_by(query, "email.message: Representing an email message", writes_the_call)
-    package = named_by(query, "email — An email and MIME handling package", writes_the_call)
-    assert message > package > 0
-    assert named_by(query, "Internet Data Handling — Python", writes_the_call) == 0
-    assert named_by(query, "email — An email package", lambda: "no such call here") == 0
-    # a capitalized title is a thing's name, not a module's
-    assert named_by("indonesia.first", "Indonesia", writes_the_call) == 0
-    assert named_by("  biology ", "Biology", writes_the_call) == len("Biology")
 
 
 def test_a_long_page_ranks_by_its_best_section(tmp_path: Path) -> None:
