@@ -2,10 +2,10 @@
 names that the quotes collected for it must show.
 
 Two rules of guided decoding rest on this reading (agent.episode, docs/questions.md,
-"Answer rules"): a how/why question browses until it holds two quotes and its answer cites
-both, WebGPT's answer style; and a question naming something that no quote shows (a
-year, a name, a function) is declined rather than answered with a claim about something
-else ("Who won the 2038 FIFA World Cup?" answered from a quote about 2022).
+"Answer rules"): a how/why question browses until it holds three quotes, so that its
+answer can cite several, WebGPT's answer style; and a question naming something that no
+quote shows (a year, a name, a function) is declined rather than answered with a claim
+about something else ("Who won the 2038 FIFA World Cup?" answered from a quote about 2022).
 """
 
 import re

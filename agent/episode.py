@@ -66,7 +66,7 @@ REWRITES = frozenset({"degenerate_retry"})
 
 
 # The most quotes a how/why question may be set to collect (EpisodeConfig.explanation_quotes):
-# its answer grammar asks for two distinct citations however many it holds.
+# more were never measured, and each costs actions of a 20-action episode.
 MAX_EXPLANATION_QUOTES = 3
 
 # The action limit an answer browses under when none is named, in every interface (the
@@ -107,7 +107,7 @@ class EpisodeConfig:
     answer_max_tokens: int = 600
     # The answer rules of guided decoding (agent.answer_rules; docs/questions.md): a
     # question asking how or why browses until it holds this many quotes (unless its
-    # actions run out) and its answer cites two distinct ones or more; 1: as any question.
+    # actions run out); 1: as any question.
     explanation_quotes: int = 3
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
@@ -180,7 +180,8 @@ class EpisodeConfig:
         return self.relevant_quotes
 
     def quotes_wanted(self, question: str) -> int:
-        """How many quotes the question's browsing should collect and its answer cite."""
+        """How many quotes the question's browsing should collect (a degenerate answer's retry
+        writes a sentence from each)."""
         if self.guided and asks_for_explanation(question):
             return self.explanation_quotes
         return 1
@@ -253,21 +254,20 @@ def served_answer(text: str, quote_count: int) -> tuple[str, list[int]]:
 
 def answer_sampling(
     config: EpisodeConfig,
-    question: str,
     quotes: Sequence[Quoted],
     branch: Literal["either", "cited"] = "either",
     *,
     sentence_cite: int | None = None,
 ) -> Sampling:
-    """How the answer to the question is sampled from the answer-phase prompt of its quotes:
+    """How an answer is sampled from the answer-phase prompt of its quotes:
     a cited answer or a decline, or a cited answer alone. sentence_cite: the rest of one
     sentence the prompt opens with that quote's words, to its citation
     (grammar.quoted_sentence_regex)."""
     if sentence_cite is not None:
-        regex = quoted_sentence_regex(question, quotes, sentence_cite)
+        regex = quoted_sentence_regex(sentence_cite)
     else:
         cited = answer_regex if branch == "either" else cited_answer_regex
-        regex = cited(question, quotes, distinct=config.quotes_wanted(question))
+        regex = cited(quotes)
     return Sampling(
         n=1,
         temperature=config.temperature,
@@ -496,7 +496,7 @@ async def _drafted_answer(
         if emit is not None:
             await emit(AnswerDeltaEvent(episode=result.episode, text=declined))
         return declined
-    sampling = answer_sampling(config, session.question, session.quotes, branch)
+    sampling = answer_sampling(config, session.quotes, branch)
     text, _ = await _stream_answer(result, policy, prompt, sampling, emit)
     answer, result.dangling_citations = served_answer(text, len(session.quotes))
     return answer
@@ -513,7 +513,7 @@ def _cited_or_first(answer: str, quote_count: int, wanted: int) -> tuple[int, ..
 
 def _opens_a_sentence(opening: str) -> bool:
     """A quote's first words can open an answer's sentence: no bracket, no line break."""
-    return re.fullmatch(f"({ANSWER_TEXT}|[0-9])+", opening) is not None
+    return re.fullmatch(f"{ANSWER_TEXT}+", opening) is not None
 
 
 async def _write_by_quote(
@@ -540,9 +540,7 @@ async def _write_by_quote(
             await emit(
                 AnswerDeltaEvent(episode=result.episode, text=new_draft + head[len(written) :])
             )
-        sampling = answer_sampling(
-            config, session.question, session.quotes, "cited", sentence_cite=cite
-        )
+        sampling = answer_sampling(config, session.quotes, "cited", sentence_cite=cite)
         text, finish = await _stream_answer(result, policy, prompt + head, sampling, emit)
         if finish == "length":
             return None

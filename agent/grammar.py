@@ -5,8 +5,9 @@ policy can only click links that exist, quote text that is on the page in view (
 quoted yet), go Back when there is history, and end with an answer only once it holds a
 quote, or two for a question asking for an explanation (agent.answer_rules). Near the
 action limit it steers a policy with no quote yet to quote, so small untrained models
-still finish episodes with an answer (`force_finish`). The answer grammar admits only citations of
-collected quotes, and at least one, and only numbers that the question or a quote shows.
+still finish episodes with an answer (`force_finish`). The answer grammar admits only
+citations of collected quotes, and at least one; what the answer says between them is the
+policy's (a degenerate one is caught after it: agent.degenerate).
 
 The regex dialect is the common subset that vLLM's structured-output backends accept:
 literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they reject).
@@ -29,23 +30,8 @@ MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
 MAX_LINK_CHOICES = 300
-# Text between two citations is at least this long: with none, a small policy under guided
-# decoding repeats ". [1]" up to MAX_CITATIONS times (docs/questions.md).
-MIN_SENTENCE_CHARS = 6
-MAX_CITATIONS = 8
-# An explanation's first citation is one of its first quotes (agent.answer_rules): each
-# one the grammar allows there copies the rest of the answer's grammar.
-LEAD_QUOTES = 3
-# After the last citation, its full stop. Unbounded, a looping policy writes on there to
-# the token limit ("json.dumps\")) [1].to_json() [1]… (json.dumps) — dumps JSON").
-MAX_TAIL_CHARS = 3
-# Characters that write a number: ASCII digits, and the look-alikes a policy kept from
-# stating a number reached for instead ("¼ million traffic lights", "released in ² ²"):
-# superscripts, subscripts, fractions, Roman numerals, circled and fullwidth digits.
-DIGITS = "0-9¹²³¼-¾⁰-₟⅐-↏①-⓿０-９"
-# A number as a quote writes it: digits, and digits after a "," or "." ("1,460,148", "3.7").
-NUMBER = re.compile(f"[{DIGITS}]+(?:[.,][{DIGITS}]+)*")
-ANSWER_TEXT = f"[^\\[\\]■\\n{DIGITS}]"  # an answer's text: digits come only as a shown number
+# An answer's text: anything but a citation's brackets, the answer's stop and a line break.
+ANSWER_TEXT = "[^\\[\\]■\\n]"
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 
 
@@ -264,73 +250,21 @@ class Quoted(Protocol):
     def extract(self) -> str: ...
 
 
-def shown_numbers(question: str, quotes: Sequence[Quoted]) -> list[str]:
-    """The numbers that the question and the quotes (titles and text) show, each once."""
-    texts = [question, *(f"{q.title}\n{q.extract}" for q in quotes)]
-    return sorted({n for text in texts for n in NUMBER.findall(text)}, key=lambda n: (len(n), n))
-
-
-def answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
+def answer_regex(quotes: Sequence[Quoted]) -> str:
     """A cited answer (cited_answer_regex) or a decline (agent.declines), which cites
     nothing."""
-    return f"({cited_answer_regex(question, quotes, distinct=distinct)}|{DECLINE_REGEX})"
+    return f"({cited_answer_regex(quotes)}|{DECLINE_REGEX})"
 
 
-def cited_answer_regex(question: str, quotes: Sequence[Quoted], *, distinct: int = 1) -> str:
-    """One paragraph citing the quotes as [n], at most MAX_CITATIONS times, nothing else in
-    square brackets, no number that the question and quotes do not show, and at most
-    MAX_TAIL_CHARS after the last citation.
+def cited_answer_regex(quotes: Sequence[Quoted]) -> str:
+    """Text citing the quotes as [n], at least once, and nothing else in square brackets.
 
-    Its free text is unbounded: a first sentence may copy its quote's sentence whole, to the
-    quote's MAX_QUOTE_CHARS. The engine compiles a bounded run into one state per character,
-    each with its token mask (~0.8 s at every new answer grammar for a 140-character first
-    sentence, against ~0.1 s unbounded: benchmarks/grammar_bench.py); the answer's token
-    budget (EpisodeConfig.answer_max_tokens) ends it instead, and an answer cut there before
-    its citation is degenerate and gets the one retry (agent.degenerate). Where the question
-    or quotes show numbers, the grammar names them, so it is new at every answer.
-
-    distinct=2 (an explanation, agent.answer_rules) asks, when there are two quotes to
-    cite, for a sentence among the first five that cites a quote other than the first
-    sentence's, which cites one of the first LEAD_QUOTES; the first sentence is shared by
-    the alternatives, so it is compiled once."""
+    Its text is unbounded: the answer's token budget (EpisodeConfig.answer_max_tokens) ends
+    it, and an answer cut there before its citation, or one that loops, is degenerate and
+    gets the one retry (agent.degenerate). It depends only on the number of quotes, so the
+    engine compiles it once for each."""
     cite = _citation(range(1, len(quotes) + 1))
-    text = ANSWER_TEXT
-    first = f"{text}{{10,}}"
-    numbers = shown_numbers(question, quotes)
-    sentence = _later_sentence(numbers)
-    if numbers:
-        first = f"({text}{{10,}}|{text}*{_numbered(numbers)[1]})"
-    tail = f"{text}{{0,{MAX_TAIL_CHARS}}}"
-    if distinct < 2 or len(quotes) < 2:
-        more = f"({sentence}{cite}){{0,{MAX_CITATIONS - 1}}}"
-        return f"{first}{cite}{more}{tail}"
-    # The first sentence cites [i], one of the first LEAD_QUOTES quotes; up to `half`
-    # sentences citing any follow, then one citing another quote than [i], then up to
-    # `half` more: 2 to MAX_CITATIONS citations, the other quote among the first
-    # half + 2 (2-5 sentences is WebGPT's length). Each lead is a copy of `more`, so
-    # LEAD_QUOTES bounds the grammar however many quotes there are.
-    half = (MAX_CITATIONS - 2) // 2
-    more = f"({sentence}{cite}){{0,{half}}}"
-    indices = range(1, len(quotes) + 1)
-    then = [
-        f"\\[{i}\\]{more}{sentence}{_citation(j for j in indices if j != i)}"
-        for i in indices[:LEAD_QUOTES]
-    ]
-    return f"{first}{_alternatives(then)}{more}{tail}"
-
-
-def _numbered(numbers: Sequence[str]) -> tuple[str, str]:
-    """The shown numbers as alternatives, and a run of them with text after each, so that
-    two numbers never run together into a third one."""
-    number = _alternatives([_literal(n) for n in numbers])
-    return number, f"({number}{ANSWER_TEXT}+)+"
-
-
-def _later_sentence(numbers: Sequence[str]) -> str:
-    """A cited sentence after the first: MIN_SENTENCE_CHARS characters or more, or text with
-    shown numbers in it."""
-    sentence = f"{ANSWER_TEXT}{{{MIN_SENTENCE_CHARS},}}"
-    return f"({sentence}|{ANSWER_TEXT}+{_numbered(numbers)[1]})" if numbers else sentence
+    return f"({ANSWER_TEXT}+{cite})+{ANSWER_TEXT}*"
 
 
 # A rewritten sentence's text: a full stop, question or exclamation mark in it comes before
@@ -338,22 +272,18 @@ def _later_sentence(numbers: Sequence[str]) -> str:
 # national team"), or after a short word ("Mount St. Helens"), so the sentence ends at its
 # citation. A group where a class stands, it fills a token's mask in ~17 ms against
 # 0.03 ms, so only a rare rewrite uses it (docs/benchmarks.md).
-_IN_SENTENCE = f"[^\\[\\]■\\n{DIGITS}.!?]"
-_AFTER_STOP = f"[^\\[\\]■\\s{DIGITS}.!?]"
+_IN_SENTENCE = "[^\\[\\]■\\n.!?]"
+_AFTER_STOP = "[^\\[\\]■\\s.!?]"
 _SENTENCE_UNIT = (
     f"({_IN_SENTENCE}|[.!?]{_AFTER_STOP}|[.!?] {_AFTER_STOP[:-1]}A-Z]| [A-Za-z]{{1,3}}\\. )"
 )
 
 
-def quoted_sentence_regex(question: str, quotes: Sequence[Quoted], cite: int) -> str:
+def quoted_sentence_regex(cite: int) -> str:
     """The rest of one sentence that the prompt has opened with quote `cite`'s words, to
     its citation of that quote (agent.episode.write_answer: a degenerate answer's one
-    retry, written a sentence a quote); numbers as in cited_answer_regex."""
-    unit = _SENTENCE_UNIT
-    numbers = shown_numbers(question, quotes)
-    if numbers:
-        unit = f"({unit}|{_numbered(numbers)[0]}{unit})"
-    return f"{unit}+([.!?] ?)?\\[{cite}\\]\\.?"
+    retry, written a sentence a quote)."""
+    return f"{_SENTENCE_UNIT}+([.!?] ?)?\\[{cite}\\]\\.?"
 
 
 def _citation(indices: Iterable[int]) -> str:

@@ -5,11 +5,11 @@
 vLLM compiles each request's regex with xgrammar (its default structured-output backend)
 before the first token, and caches it by pattern; while decoding it fills each token's mask
 from the compiled grammar. A browsing grammar names the quotes and links in view, so it is
-new at every step; an answer grammar names the quotes' numbers, so where they show any it is
-new at every answer. This compiles, with the default policy's tokenizer and no cache, the
-grammars of a real page of the offline web (`webgpt corpus build`) and, for comparison, the
-same grammars with the bounded free-text runs they had before or could have, then times the
-masks of an answer's tokens (docs/benchmarks.md has the figures).
+new at every step; an answer grammar depends only on the number of quotes, so it is
+compiled once for each. This compiles, with the default policy's tokenizer and no cache,
+the grammars of a real page of the offline web (`webgpt corpus build`) and, for
+comparison, the same grammars with the bounded free-text runs they had before, then times
+the masks of an answer's tokens (docs/benchmarks.md has the figures).
 """
 
 import asyncio
@@ -21,7 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from webgpt.agent.grammar import (
-    ANSWER_TEXT,
     answer_regex,
     browsing_regex,
     quoted_sentence_regex,
@@ -34,8 +33,6 @@ from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 
 TEXT = "[^\\[\\]■\\n]"
-# The answer's first sentence was bounded to this many characters until 2026-12-02.
-FIRST_SENTENCE_CHARS_BEFORE = 140
 # The free-text runs as they were bounded before (commit 12d71b0).
 BOUNDED_BEFORE = {
     "Search [^\\n]+": "Search [^\\n]{1,100}",
@@ -54,22 +51,13 @@ def quote(extract: str) -> CollectedQuote:
     return CollectedQuote(title="Noah Webster", domain="en.wikipedia.org", url="", extract=extract)
 
 
-WEBSTER = "When was Noah Webster born?"
-NO_NUMBER = [quote("Noah Webster was an American lexicographer and textbook pioneer.")]
-NUMBERS = [
+QUOTES = [
     quote("Noah Webster (October 16, 1758 – May 28, 1843) was an American lexicographer."),
     quote("His blue-backed speller books taught five generations of American children."),
     quote("In 1828, at the age of 70, Webster published his American Dictionary."),
 ]
 ANSWER = "Noah Webster was born on October 16, 1758 [1]. He published it in 1828 [3]."
 BY_QUOTE = " published his American Dictionary, e.g. the one of 1828 [3]."
-
-
-def numbers_bounded(regex: str) -> str:
-    """The answer grammar with its first run bounded, as it was where no number is shown."""
-    unbounded_first = f"{ANSWER_TEXT}{{10,}}|"
-    assert unbounded_first in regex
-    return regex.replace(unbounded_first, f"{ANSWER_TEXT}{{10,{FIRST_SENTENCE_CHARS_BEFORE}}}|")
 
 
 def browsing_before(regex: str) -> str:
@@ -140,13 +128,10 @@ def main() -> None:
     every, build_s = asyncio.run(page_grammars())
     relevant, relevant_build_s = asyncio.run(page_grammars(ranked=1))
     browsing = [with_stop(g, "\n") for g in every]
-    plain = with_stop(answer_regex(WEBSTER, NO_NUMBER), "■")
-    numbered = with_stop(answer_regex(WEBSTER, NUMBERS), "■")
-    # an explanation's answer cites two quotes (agent.answer_rules): one copy of the rest
-    # of the grammar for each quote its first sentence may cite
-    explained = with_stop(answer_regex(WEBSTER, NUMBERS, distinct=2), "■")
+    one = with_stop(answer_regex(QUOTES[:1]), "■")
+    three = with_stop(answer_regex(QUOTES), "■")
     # a degenerate answer's retry, a sentence a quote (agent.episode._write_by_quote)
-    by_quote = with_stop(quoted_sentence_regex(WEBSTER, NUMBERS, 3), "■")
+    by_quote = with_stop(quoted_sentence_regex(3), "■")
     rows = [
         ("browsing step (4 steps, mean)", browsing, [browsing_before(g) for g in browsing]),
         (
@@ -154,9 +139,8 @@ def main() -> None:
             [with_stop(g, "\n") for g in relevant],
             [browsing_before(with_stop(g, "\n")) for g in relevant],
         ),
-        ("answer, 1 quote, no number", [plain], [with_stop(answer_regex_before(1), "■")]),
-        ("answer, 3 quotes, 6 numbers", [numbered], [numbers_bounded(numbered)]),
-        ("explanation, 3 quotes, 6 numbers", [explained], [numbers_bounded(explained)]),
+        ("answer, 1 quote", [one], [with_stop(answer_regex_before(1), "■")]),
+        ("answer, 3 quotes", [three], [with_stop(answer_regex_before(3), "■")]),
         ("  a sentence a quote", [by_quote], []),
     ]
     print(f"{'grammar':32} {'now':>8} {'bounded':>8}")
@@ -166,9 +150,9 @@ def main() -> None:
         print(f"{name:32} {now_s:7.2f}s {before_s:>8}")
     print(f"building a browsing grammar: {1000 * build_s:.1f} ms, "
           f"{1000 * relevant_build_s:.1f} ms with one ranked quote")  # fmt: skip
-    print(f"mask per answer token, 3 quotes: {mask_ms(numbered, ANSWER):.2f} ms now, "
-          f"{mask_ms(numbers_bounded(numbered), ANSWER):.2f} ms bounded, "
-          f"{mask_ms(explained, ANSWER):.2f} ms as an explanation, "
+    before = with_stop(answer_regex_before(3), "■")
+    print(f"mask per answer token, 3 quotes: {mask_ms(three, ANSWER):.2f} ms now, "
+          f"{mask_ms(before, ANSWER):.2f} ms bounded, "
           f"{mask_ms(by_quote, BY_QUOTE):.2f} ms as a sentence a quote")  # fmt: skip
 
 

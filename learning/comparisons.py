@@ -156,9 +156,7 @@ async def judged_answers_from_one_browse(
     answers = [result.answer or ""]  # the browsing episode's own answer is the first sample
     # Every quote collected: a declined first answer has no references, its samples may.
     quotes = result.quotes
-    answers += await _answers(
-        policy, question.question, result.answer_prompt, quotes, samples - 1, episode
-    )
+    answers += await _answers(policy, result.answer_prompt, quotes, samples - 1, episode)
     return [await judge(question, a, quotes, web) for a in answers if a]
 
 
@@ -192,15 +190,12 @@ async def judged_answers_from_quotes(
 ) -> list[JudgedAnswer]:
     """samples answers written from quotes already collected, in one request: answer-level
     pairs at the cost of the answers alone (browsing is most of an episode's time)."""
-    answers = await _answers(
-        policy, quoted.question.question, quoted.answer_prompt, quoted.references, samples, episode
-    )
+    answers = await _answers(policy, quoted.answer_prompt, quoted.references, samples, episode)
     return [await judge(quoted.question, a, quoted.references, web) for a in answers if a]
 
 
 async def _answers(
     policy: Policy,
-    question: str,
     answer_prompt: str,
     references: Sequence[Reference],
     samples: int,
@@ -210,7 +205,7 @@ async def _answers(
     request with n = samples); citations of no quote removed."""
     if samples < 1:
         return []
-    sampling = replace(answer_sampling(episode, question, references), n=samples)
+    sampling = replace(answer_sampling(episode, references), n=samples)
     completions = await policy.complete(answer_prompt, sampling)
     return [check_citations(c.text.strip(), len(references))[0] for c in completions.choices]
 

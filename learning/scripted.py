@@ -223,7 +223,7 @@ async def _end_and_answer(
     """`End: Answer`, then the record with the answer, if the answer grammar admits it (what
     is demonstrated can also be served)."""
     await recorder.step("End: Answer")
-    grammar = answer_regex(question.question, recorder.session.quotes)
+    grammar = answer_regex(recorder.session.quotes)
     if answer is None or re.fullmatch(grammar, answer) is None:
         return None
     return recorder.finish(

@@ -282,7 +282,7 @@ class EpisodeRollouts:
             self.stats.answer_only_swaps += 1
         prompt = browse.answer_prompt
         # the first draft as the service samples it: under the answer grammar of its quotes
-        sampling = answer_sampling(self._episode_config(), question.question, browse.quotes)
+        sampling = answer_sampling(self._episode_config(), browse.quotes)
         recorders = [RecordingPolicy(policy) for _ in limits]
         completions = await asyncio.gather(*(r.complete(prompt, sampling) for r in recorders))
         quotes = browse.quotes

@@ -104,7 +104,7 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
 
 
 async def test_grammar_on_a_real_page(web: Web) -> None:
-    from webgpt.agent.grammar import MAX_TAIL_CHARS, answer_regex, browsing_regex
+    from webgpt.agent.grammar import answer_regex, browsing_regex
 
     session = web.session(config=SessionConfig(max_actions=7))
     session.reset("q")
@@ -139,13 +139,11 @@ async def test_grammar_on_a_real_page(web: Web) -> None:
     await session.step("Top")
     assert browsing_regex(session) == "End: Answer"  # the last action ends with an answer
     # The engine compiles a character class bounded to n into n states, each with its token
-    # mask (~1 s for the old {1,100} query at every step): free text is unbounded, but for
-    # the few characters after the answer's last citation (agent.grammar).
+    # mask (~1 s for the old {1,100} query at every step): free text is unbounded.
     bounded_text = re.compile(r"\]\{\d+,(\d+)\}")
-    for grammar in (empty, forced_search, on_results, on_page, forced):
+    answer = answer_regex([quoted("Crows are birds."), quoted("Ravens too.")])
+    for grammar in (empty, forced_search, on_results, on_page, forced, answer):
         assert bounded_text.findall(grammar) == [], grammar
-    answer = answer_regex("q", [quoted("Crows are birds."), quoted("Ravens too.")])
-    assert bounded_text.findall(answer) == [str(MAX_TAIL_CHARS)]
     assert re.fullmatch(answer, "Crows are birds [1] and ravens too [2].")
     assert not re.fullmatch(answer, "No citation at all, just prose.")
     assert not re.fullmatch(answer, "Dangling citation here [3].")
@@ -389,68 +387,25 @@ async def test_policy_failure_in_every_episode_raises(
         await Agent(web, policy).answer("q")
 
 
-def test_a_first_sentence_may_copy_a_whole_quote_sentence() -> None:
+def test_an_answer_is_free_text_citing_collected_quotes_and_its_defects_are_caught_after() -> None:
     from webgpt.agent.degenerate import degeneracy
     from webgpt.agent.grammar import MAX_QUOTE_CHARS, answer_regex
 
-    grammar = answer_regex("Which birds?", [quoted("Crows are birds.")])  # no number shown
-    assert re.fullmatch(grammar, "x" * MAX_QUOTE_CHARS + " [1].")
-    assert not re.fullmatch(grammar, "x" * 9 + "[1]")  # ten characters at least
-    # one the token budget cuts before its citation is degenerate: it gets the one retry
-    assert degeneracy("Crows are birds of many kinds that live for long", "Which birds?") == "cut"
-
-
-def test_an_answer_states_only_numbers_that_its_question_or_quotes_show() -> None:
-    from webgpt.agent.grammar import answer_regex
-
-    webster = quoted(
-        "Noah Webster (October 16, 1758 – May 28, 1843) was an American lexicographer.",
-        title="Noah Webster",
-    )
-    grammar = answer_regex("When was Noah Webster born?", [webster])
-    assert re.fullmatch(grammar, "Noah Webster was born in 1758 [1].")
+    webster = quoted("Noah Webster (October 16, 1758 – May 28, 1843) was a lexicographer.")
+    grammar = answer_regex([webster])
+    assert re.fullmatch(grammar, "x" * MAX_QUOTE_CHARS + " [1].")  # a whole quote sentence
     assert re.fullmatch(grammar, "Noah Webster was born on October 16, 1758 [1].")
-    assert re.fullmatch(grammar, "He lived from 1758 to 1843 [1].")
-    assert not re.fullmatch(grammar, "Noah Webster was born in 1755 [1].")  # v10's answer
-    assert not re.fullmatch(grammar, "Noah Webster was born in 175 [1].")  # part of one
-    assert not re.fullmatch(grammar, "Noah Webster was born in 17581843 [1].")  # run together
-    # A number is the whole number the quote writes, separators and all.
-    city = quoted("Guadalajara had a population of 1,460,148 and an area of 151.4 km2.")
-    grammar = answer_regex("How many people live in Guadalajara?", [city])
-    assert re.fullmatch(grammar, "About 1,460,148 people live there [1].")
-    assert not re.fullmatch(grammar, "About 1,460 people live there [1].")
-    assert re.fullmatch(grammar, "It covers 151.4 km2 [1].")
-    # The question's numbers, and those of a title and of a name, are shown too.
-    assert re.fullmatch(
-        answer_regex("Which city hosted the 1900 Olympics?", [quoted("Paris hosted them.")]),
-        "Paris hosted the 1900 Olympics [1].",
-    )
-    assert re.fullmatch(
-        answer_regex("What does base64.b64decode() do?", [quoted("Decode Base64 data.")]),
-        "base64.b64decode() — decode Base64 data [1].",
-    )
-    # With no number shown, an answer states none; a decline restates the question freely.
-    grammar = answer_regex("Who won the 2026 FIFA World Cup?", [quoted("FIFA runs the cup.")])
-    assert not re.fullmatch(grammar, "Spain won it in 2027 [1].")
-    assert re.fullmatch(grammar, "The pages I found do not say who won the 2026 FIFA World Cup.")
-    plain = answer_regex("Which birds?", [quoted("Crows are birds.")])
-    assert not re.fullmatch(plain, "Crows are 2 birds [1].")
-    # Nor in look-alikes, which v5 reached for when its digits were refused...
-    lake = answer_regex("How many traffic lights are in Lake Erie?", [quoted("Lake Erie.")])
-    assert not re.fullmatch(lake, "Lake Erie has a total of ¼ million traffic lights [1].")
-    assert not re.fullmatch(lake, "It was released in ² ² [1].")
-    # ...unless a quote writes them.
-    area = answer_regex("How large is Lake Erie?", [quoted("It covers 25,700 km² of water.")])
-    assert re.fullmatch(area, "Lake Erie covers 25,700 km² [1].")
-
-
-def test_an_answer_ends_at_its_last_citation() -> None:
-    from webgpt.agent.grammar import answer_regex
-
-    grammar = answer_regex("What does json.dumps() do?", [quoted("Serialize obj to a str.")])
-    assert re.fullmatch(grammar, "json.dumps() — serialize obj to a str [1].")
-    # what v10 and v11 wrote on after their citations, to the token limit
-    assert not re.fullmatch(grammar, 'json.dumps")) [1].to_json() (json.dumps) — dumps JSON')
+    assert not re.fullmatch(grammar, "Noah Webster was born in 1758 [2].")  # no quote 2
+    assert not re.fullmatch(grammar, "Noah Webster was born in 1758.")  # cites nothing
+    assert not re.fullmatch(grammar, "See [the page] [1].")  # brackets are citations only
+    assert grammar == answer_regex([quoted("Crows are birds.")])  # compiled once per count
+    # What the grammar no longer bounds is degenerate, and gets the one retry: a sentence
+    # the token budget cuts before its citation, a run of citations, a run-on after the
+    # last one (what small policies wrote before they were trained on whole sentences).
+    question = "When was Noah Webster born?"
+    assert degeneracy("Noah Webster was born in the year of", question) == "cut"
+    assert degeneracy("Noah Webster was born in 1758 [1]. [1]. [1].", question) == "loop"
+    assert degeneracy('json.dumps")) [1].to_json() (json.dumps) — dumps JSON', question) == "cut"
 
 
 def test_a_sentence_too_long_to_quote_whole_is_cut_at_a_clause() -> None:

@@ -147,7 +147,7 @@ async def test_scripted_demonstrations_reach_the_answer_and_replay_exactly(
         assert json.loads(demo.to_json())["schema_version"] == 1
         import re
 
-        assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
+        assert re.fullmatch(answer_regex(demo.quotes), demo.answer)
         assert demo.steps[-1].command == "End: Answer"
         # the environment reproduces every observation byte for byte
         assert await replay(demo, detour_web.session()) == []
@@ -180,7 +180,7 @@ async def test_quoted_answers_state_the_fact_in_the_quote_s_own_words(learning_w
     assert reference[painted.question].answer != painted.answer
     for demo in styles["quoted"]:
         assert demo.answer is not None and contains_gold(demo.answer, demo.gold_answers)
-        assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
+        assert re.fullmatch(answer_regex(demo.quotes), demo.answer)
         if demo.question not in reference:
             continue
         assert demo.steps == reference[demo.question].steps  # only the answer differs

@@ -83,16 +83,14 @@ def test_a_decline_restates_the_question_as_what_the_pages_do_not_say(
     assert decline == f"{DECLINE_PREFIX}{clause}."
     assert is_declined(decline)
     # the grammar lets a policy decline
-    assert re.fullmatch(answer_regex(question, [DemoQuote(title="t", extract="x")]), decline)
+    assert re.fullmatch(answer_regex([DemoQuote(title="t", extract="x")]), decline)
 
 
 def test_a_decline_cites_nothing_and_a_cited_answer_is_no_decline() -> None:
     assert not is_declined(f"{DECLINE_PREFIX}much, but Skopje is the capital [1].")
     assert not is_declined("Skopje [1].") and not is_declined(None)
     quotes = [DemoQuote(title="t", extract="Madagascar"), DemoQuote(title="t", extract="Skopje")]
-    assert not re.fullmatch(answer_regex("q", quotes), f"{DECLINE_PREFIX}who won [3].")
-    # no run of bare citations: a small policy under guided decoding loops on ". [1]"
-    assert not re.fullmatch(answer_regex("q", quotes), "Madagascar is an island [1]. [1]. [1].")
+    assert not re.fullmatch(answer_regex(quotes), f"{DECLINE_PREFIX}who won [3].")
 
 
 def test_relations_are_asked_from_any_sentence_of_a_summary() -> None:
@@ -242,12 +240,12 @@ def test_a_long_form_answer_has_one_cited_sentence_per_quote() -> None:
         "and remember them for years [2]."
     )
     quotes = [DemoQuote(title="Crow", extract=e) for e in ("Crows.", "Crows and faces.")]
-    assert re.fullmatch(answer_regex("What are crows?", quotes), answer)
+    assert re.fullmatch(answer_regex(quotes), answer)
     # a long sentence is cited whole, and the answer's grammar takes it
     long_first = "The first part of a long sentence about crows, " + "word " * 40 + "and the end."
     whole = compose_answer([long_first, "Second quote here."])
     assert whole == f"{long_first.removesuffix('.')} [1]. Second quote here [2]."
-    assert re.fullmatch(answer_regex("What are crows?", quotes), whole)
+    assert re.fullmatch(answer_regex(quotes), whole)
     assert compose_answer(["Crows [sic] are birds.", "y"]) is None  # an answer holds no bracket
 
 
@@ -270,7 +268,7 @@ async def test_the_demonstrator_collects_several_quotes_and_declines_when_nothin
             continue
         demos.append(demo)
         assert demo.answer is not None
-        assert re.fullmatch(answer_regex(demo.question, demo.quotes), demo.answer)
+        assert re.fullmatch(answer_regex(demo.quotes), demo.answer)
         assert await replay(demo, learning_web.session()) == []
         if question.kind == "longform":
             made_longform += 1
