@@ -74,7 +74,7 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         type=int,
         choices=range(1, MAX_EXPLANATION_QUOTES + 1),
         default=3,
-        help="quotes a how/why question collects before it answers, citing two or more "
+        help="quotes a how/why question collects before it answers "
         '(default 3; 1: as any question; docs/questions.md, "Answer rules")',
     )
     parser.add_argument(

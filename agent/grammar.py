@@ -3,7 +3,7 @@
 The browsing grammar is built from the session's state at each step, so a constrained
 policy can only click links that exist, quote text that is on the page in view (and not
 quoted yet), go Back when there is history, and end with an answer only once it holds a
-quote, or two for a question asking for an explanation (agent.answer_rules). Near the
+quote, or three for a question asking for an explanation (agent.answer_rules). Near the
 action limit it steers a policy with no quote yet to quote, so small untrained models
 still finish episodes with an answer (`force_finish`). The answer grammar admits only
 citations of collected quotes, and at least one; what the answer says between them is the

@@ -100,8 +100,10 @@ def prepare_default_adapter(progress: Progress = lambda _: None) -> Path:
     registry = PolicyRegistry(policy_registry_dir())
     target = registry.root / DEFAULT_ADAPTER_VERSION
     if not _existing(target):
-        progress(f"publishing the shipped adapter as {DEFAULT_ADAPTER_VERSION}")
-        registry.publish(SHIPPED_ADAPTER, DEFAULT_ADAPTER_VERSION)
+        with _making(target) as needed:
+            if needed:
+                progress(f"publishing the shipped adapter as {DEFAULT_ADAPTER_VERSION}")
+                registry.publish(SHIPPED_ADAPTER, DEFAULT_ADAPTER_VERSION)
     if registry.aliases().current is None:
         registry.promote(DEFAULT_ADAPTER_VERSION)
     return target

@@ -25,11 +25,13 @@ answers must match agent.grammar.answer_regex: what is demonstrated can also be 
 import hashlib
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from webgpt.agent.answer_rules import CITATION
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.grammar import answer_regex, quote_choices
+from webgpt.agent.grammar import Quoted, answer_regex, quote_choices
 from webgpt.agent.queries import question_query
 from webgpt.browser.session import BrowserSession
 from webgpt.browser.text_fragments import split_text_fragment
@@ -217,14 +219,32 @@ def quoted_answer(quote: str, question: Question) -> str | None:
     return sentence
 
 
+# A number as a text writes it: digits, and digits after a "," or "." ("1,460,148", "3.7").
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def states_unshown_number(answer: str, question: str, quotes: Sequence[Quoted]) -> bool:
+    """Whether the answer states a number that neither the question nor its quotes (titles
+    and text) show: such an answer teaches a policy to invent one."""
+    texts = [question, *(f"{q.title}\n{q.extract}" for q in quotes)]
+    shown = {n for text in texts for n in _NUMBER.findall(text)}
+    return any(n not in shown for n in _NUMBER.findall(CITATION.sub("", answer)))
+
+
 async def _end_and_answer(
     recorder: Recorder, question: Question, answer: str | None, detour: str = ""
 ) -> Demonstration | None:
     """`End: Answer`, then the record with the answer, if the answer grammar admits it (what
-    is demonstrated can also be served)."""
+    is demonstrated can also be served) and it states no number its question and quotes do
+    not show (the served grammar no longer refuses one: a policy trained on answers in its
+    quotes' words copies its numbers, and its data keeps it so)."""
     await recorder.step("End: Answer")
-    grammar = answer_regex(recorder.session.quotes)
-    if answer is None or re.fullmatch(grammar, answer) is None:
+    quotes = recorder.session.quotes
+    if (
+        answer is None
+        or re.fullmatch(answer_regex(quotes), answer) is None
+        or states_unshown_number(answer, question.question, quotes)
+    ):
         return None
     return recorder.finish(
         id=demonstration_id(question),

@@ -1,5 +1,5 @@
-"""The answer rules of guided decoding: explanations quote twice and cite both quotes, and a
-question naming what no quote shows is declined (agent.answer_rules, agent.episode)."""
+"""The answer rules of guided decoding: explanations browse until they hold three quotes, and
+a question naming what no quote shows is declined (agent.answer_rules, agent.episode)."""
 
 import re
 from pathlib import Path

@@ -27,6 +27,8 @@ def test_a_version_another_command_is_making_is_waited_for_not_made_again(
         assert needed
         second = threading.Thread(target=second_command)
         second.start()  # it waits for the lock, or comes after it and finds the version
+        second.join(timeout=1)
+        assert second.is_alive()  # held by the lock: without it, it would have merged
         staging = tmp_path / "registry" / ".policy-v1-first"
         staging.mkdir()
         (staging / "model.safetensors").write_bytes(b"merged by the first command")
@@ -38,7 +40,8 @@ def test_a_version_another_command_is_making_is_waited_for_not_made_again(
             base_model="base",
             observation_format_version=OBSERVATION_FORMAT_VERSION,
         )
-    second.join()
+    second.join(timeout=60)
+    assert not second.is_alive()
 
     assert errors == []
     assert merges == []  # the second command merged nothing

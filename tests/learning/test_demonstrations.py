@@ -198,6 +198,20 @@ def test_an_unknown_answer_style_is_refused_by_name(capsys: pytest.CaptureFixtur
     assert "--answers: invalid choice: 'short'" in capsys.readouterr().err
 
 
+def test_an_answer_stating_a_number_nothing_shows_is_not_demonstrated() -> None:
+    from webgpt.learning.demonstrations import DemoQuote
+    from webgpt.learning.scripted import states_unshown_number
+
+    quotes = [DemoQuote(title="Census of 2020", extract="It had 1,460,148 people in 2019.")]
+    question = "How many people lived there?"
+    for shown in ("It had 1,460,148 people in 2019 [1].", "The census of 2020 counted them [1]."):
+        assert not states_unshown_number(shown, question, quotes), shown
+    assert not states_unshown_number("Its 3 districts [1].", "Which of its 3 districts?", quotes)
+    for invented in ("It had 1,460 people [1].", "It had 1,460,148 people from 2019 to 2023 [1]."):
+        assert states_unshown_number(invented, question, quotes), invented
+    assert not states_unshown_number("It grew [1]. It grew more [2].", question, quotes)  # [n]
+
+
 def test_a_quoted_answer_is_its_quote_s_whole_sentence() -> None:
     from webgpt.evals.questions import Question
     from webgpt.learning.scripted import quoted_answer
