@@ -127,6 +127,12 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         'docs/questions.md, "The question\'s own search")',
     )
     parser.add_argument(
+        "--allow-refusal",
+        action="store_true",
+        help="guided: offer End: Nonsense / End: Controversial, which end browsing with no "
+        'answer (default: not offered; docs/agent.md, "Hand rules")',
+    )
+    parser.add_argument(
         "--no-rewrite",
         action="append",
         choices=sorted(REWRITES),
@@ -191,6 +197,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "evidence_margin": args.evidence_margin,
         "relevant_quotes": args.relevant_quotes or None,
         "question_search": args.question_search,
+        "allow_refusal": args.allow_refusal,
         "judge_margin": args.judge_margin,
         "rewrites": REWRITES - set(args.no_rewrite),
     }
@@ -278,9 +285,6 @@ def register(
     )
     answer.add_argument("--no-guided", action="store_true", help="do not constrain commands")
     add_policy_format(answer)
-    answer.add_argument(
-        "--allow-refusal", action="store_true", help="guided: offer End: Nonsense/Controversial"
-    )
     add_answer_rules(answer)
     answer.add_argument("--js", choices=["auto", "never", "always"], default="auto")
     answer.add_argument("--json", action="store_true", help="print the full result as JSON")
@@ -414,7 +418,6 @@ async def _answer_async(
         episode=EpisodeConfig(
             temperature=answer_temperature(args.n, args.temperature),
             guided=is_guided(args),
-            allow_refusal=args.allow_refusal,
             decline_judge=judge,
             quote_ranker=ranker,
             **answer_rules(args),
