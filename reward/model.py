@@ -25,6 +25,8 @@ from torch import nn
 from webgpt.infra.errors import CheckpointError
 
 HEAD_FILE = "score.safetensors"  # the head of an adapter folder (`score.weight`)
+# Below this many shared opening tokens a batch reads them itself: a cache copy costs more.
+MIN_SHARED_TOKENS = 8
 
 
 class RewardModel(nn.Module):
@@ -123,6 +125,63 @@ class RewardModel(nn.Module):
         rewards: torch.Tensor = self.head(final).squeeze(-1)
         return rewards
 
+    def score_sequences(self, sequences: list[list[int]], batch_size: int) -> torch.Tensor:
+        """Rewards of token sequences (not padded), in their order: read shortest first in
+        batches, so a batch pads little, and the tokens every sequence opens with (a quote
+        ranking's question and page title, a decline judgment's answer prompt) read once,
+        their keys and values reused by every batch. The same rewards as forward, to float
+        rounding."""
+        device = self.head.weight.device
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+        shared = _shared_opening(sequences)
+        cache = None
+        if shared >= MIN_SHARED_TOKENS:
+            opening = torch.tensor([sequences[0][:shared]], device=device)
+            cache = self.backbone(input_ids=opening, use_cache=True).past_key_values
+        rewards = torch.empty(len(sequences))
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            rests = [sequences[i][shared if cache is not None else 0 :] for i in rows]
+            width = max(len(rest) for rest in rests)
+            ids = torch.zeros((len(rows), width), dtype=torch.long, device=device)  # masked
+            mask = torch.zeros((len(rows), width), dtype=torch.long, device=device)
+            for row, rest in enumerate(rests):
+                ids[row, : len(rest)] = torch.tensor(rest, device=device)
+                mask[row, : len(rest)] = 1
+            last = mask.sum(dim=1) - 1
+            if cache is None:
+                hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False)
+            else:
+                # the opening's keys and values, one copy a row (the forward pass extends them)
+                past = copy.deepcopy(cache)
+                past.batch_repeat_interleave(len(rows))
+                opened = torch.ones((len(rows), shared), dtype=torch.long, device=device)
+                hidden = self.backbone(
+                    input_ids=ids,
+                    attention_mask=torch.cat([opened, mask], dim=1),
+                    position_ids=torch.arange(shared, shared + width, device=device).expand(
+                        len(rows), -1
+                    ),
+                    past_key_values=past,
+                    use_cache=True,
+                )
+            final = hidden.last_hidden_state[torch.arange(len(rows), device=device), last]
+            rewards[rows] = self.head(final).squeeze(-1).float().cpu()
+        return rewards
+
+
+def _shared_opening(sequences: list[list[int]]) -> int:
+    """How many tokens every sequence opens with, leaving each at least one of its own (its
+    reward is read at its last token)."""
+    if len(sequences) < 2:
+        return 0
+    shortest = min(len(s) for s in sequences)
+    first = sequences[0]
+    shared = 0
+    while shared < shortest - 1 and all(s[shared] == first[shared] for s in sequences):
+        shared += 1
+    return shared
+
 
 def merge_reward_adapter(backbone: Path, adapter: Path, out: Path) -> None:
     """Backbone + a saved reward adapter and head -> one sequence-classifier folder (with the
@@ -131,6 +190,14 @@ def merge_reward_adapter(backbone: Path, adapter: Path, out: Path) -> None:
 
     RewardModel.from_adapter(backbone, adapter).save(out)
     AutoTokenizer.from_pretrained(backbone).save_pretrained(out)
+
+
+def token_ids(tokenizer: Any, texts: list[str], max_length: int) -> list[list[int]]:
+    """Each text's tokens, unpadded; a long text loses its beginning (the prompt), never
+    the answer."""
+    tokenizer.truncation_side = "left"
+    ids: list[list[int]] = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    return ids
 
 
 def tokenize(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:

@@ -15,7 +15,7 @@ import torch
 
 from webgpt.reward.data import ScoredText, answer_text
 from webgpt.reward.manifest import load_reward_manifest
-from webgpt.reward.model import RewardModel, tokenize
+from webgpt.reward.model import RewardModel, token_ids
 
 
 class RewardScorer:
@@ -64,12 +64,9 @@ class RewardScorer:
 
     def score_texts(self, texts: list[str]) -> list[float]:
         """Normalised rewards of texts (answer-phase prompt + answer each)."""
-        scores: list[float] = []
+        if not texts:
+            return []
+        sequences = token_ids(self.tokenizer, texts, self.max_length)
         with torch.no_grad():
-            for start in range(0, len(texts), self.batch_size):
-                batch = tokenize(
-                    self.tokenizer, texts[start : start + self.batch_size], self.max_length
-                )
-                on_device = {k: v.to(self.device) for k, v in batch.items()}
-                scores.extend((self.model(**on_device) - self.offset).float().cpu().tolist())
-        return scores
+            rewards = self.model.score_sequences(sequences, self.batch_size)
+        return (rewards - self.offset).tolist()

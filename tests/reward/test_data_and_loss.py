@@ -107,3 +107,31 @@ def test_comparisons_of_a_question_share_texts() -> None:
     [group] = group_by_question(rows)
     assert group.texts == ["q■x", "q■y", "q■z"]
     assert group.pairs == [(0, 1, 1.0), (1, 2, 0.5), (0, 2, 0.0)]  # the self-pair is dropped
+
+
+@pytest.mark.parametrize(
+    "sequences",
+    [
+        # a ranking's texts: one opening (question, page title), sentences of many lengths
+        [[5, 9, 11, 12, 13, 14, 15, 16, 17, 18, 3 + n, *range(30, 30 + n)] for n in range(7)],
+        [[5, 9, 11], [6, 9, 11, 12, 13], [7]],  # nothing shared
+        [[5, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19]],  # one text
+        [[5, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19]] * 3,  # the same text thrice
+    ],
+)
+def test_scoring_sequences_shortest_first_with_a_shared_opening_matches_the_forward_pass(
+    tmp_path: Path, sequences: list[list[int]]
+) -> None:
+    from transformers import AutoModel
+
+    from tests.reward.tiny import build_tiny_backbone
+    from webgpt.reward.model import RewardModel
+
+    model = RewardModel(AutoModel.from_pretrained(build_tiny_backbone(tmp_path))).eval()
+    with torch.no_grad():
+        one_by_one = [
+            float(model(torch.tensor([s]), torch.ones((1, len(s)), dtype=torch.long)))
+            for s in sequences
+        ]
+        batched = model.score_sequences(sequences, batch_size=3).tolist()
+    assert batched == pytest.approx(one_by_one, abs=1e-5)

@@ -50,7 +50,7 @@ def test_the_serving_server_carries_its_share(tmp_path: Path) -> None:
     assert flag(alone.command(), "--gpu-memory-utilization") == "0.9"
 
 
-def test_the_cpu_build_command_line_is_unchanged(
+def test_the_cpu_build_command_line_asks_for_small_cache_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -62,12 +62,15 @@ def test_the_cpu_build_command_line_is_unchanged(
     assert config.command()[3:] == [
         "--model", str(folder), "--served-model-name", "full-2", "--host", "127.0.0.1",
         "--port", str(config.port), "--max-model-len", "4096", "--dtype", config.dtype,
+        "--block-size", "32",
     ]  # fmt: skip
     env = config.env()
     assert "CUDA_VISIBLE_DEVICES" not in env
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "2"
     serving = lora_server_config(folder, "base", 16, 0.3, device="cpu")
     assert "--gpu-memory-utilization" not in serving.command()
+    on_gpu = VLLMLauncher(cpu_bind="1", device="cuda").config(folder, "full-2").command()
+    assert "--block-size" not in on_gpu
 
 
 def test_the_default_shares_fit_one_gpu_and_two_gpus_fit_larger_ones() -> None:
