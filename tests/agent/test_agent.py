@@ -246,6 +246,28 @@ async def test_unguided_answer_with_dangling_citation(
     assert result.candidates[0].dangling_citations == [4]
 
 
+@pytest.mark.parametrize(
+    ("drafted", "served"),
+    [
+        ("Crows know faces [1] [4].", "Crows know faces [1]."),  # a citation of no quote
+        (decline_answer("What eats crows?")[:-1] + " [1].", decline_answer("What eats crows?")),
+    ],
+)
+async def test_citations_removed_from_the_draft_are_named_in_the_trace(
+    web: Web, policy: OpenAIPolicy, script: Script, drafted: str, served: str
+) -> None:
+    """What the policy wrote is not what is served: the trace and shaped_by say so, and the
+    eval's share of unedited answers counts it edited."""
+    script.commands, script.answers = list(CROW_EPISODE), [drafted]
+    events: list[TraceEvent] = []
+    config = EpisodeConfig(guided=False)
+    question = "What eats crows?"
+    result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+    assert result.answer == served
+    assert result.shaped_by == ["citations_removed"]
+    assert [e.part for e in events if e.type == "shaped"] == ["citations_removed"]  # type: ignore[union-attr]
+
+
 class FixedJudge:
     """A decline judgment that scores every answer 0 and the decline a fixed score, and
     keeps what it read."""
