@@ -116,8 +116,9 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         type=_quote_count,
         default=1,
         metavar="K",
-        help="how many of the sentences in view the quote ranker offers a factoid's Quote "
-        "(default 1; 0: any)",
+        help="how many of the sentences the quote ranker scores highest a factoid's Quote may "
+        "take: of those in view, then, once the policy quotes, of the whole page (default 1; "
+        "0: any sentence in view)",
     )
     parser.add_argument(
         "--question-search",

@@ -32,7 +32,7 @@ from webgpt.agent.grammar import (
 )
 from webgpt.agent.policy import Policy, Sampling, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
-from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead, ranked_quotes
+from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead, page_quotes, ranked_quotes
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import (
     ActionEvent,
@@ -133,8 +133,9 @@ class EpisodeConfig:
     # Quote for a question that does not ask for an explanation may take only the
     # relevant_quotes sentences in view that this ranker, a checkpoint of `webgpt
     # comparisons quotes` + `webgpt train rm`, scores highest (an explanation is built from
-    # several, and is offered all). Without a ranker, or with relevant_quotes None, any
-    # sentence in view. The commands and the service load the shipped ranker by default
+    # several, and is offered all); once the policy quotes, the Quote takes the ranker's
+    # best of the whole page (page_quote). Without a ranker, or with relevant_quotes None,
+    # any sentence in view. The commands and the service load the shipped ranker by default
     # (agent.model.load_quote_ranker).
     relevant_quotes: int | None = 1
     quote_ranker: QuoteRanker | None = field(default=None, compare=False)
@@ -188,6 +189,9 @@ class EpisodeConfig:
         if self.guided and asks_for_explanation(question):
             return self.explanation_quotes
         return 1
+
+
+QUOTE_PREFIX = "Quote: "
 
 
 @dataclass
@@ -329,6 +333,13 @@ async def run_episode(
         result.timings.policy_s += time.perf_counter() - clock
         result.usage += completions.usage
         command = completions.choices[0].text.strip()
+        narrowed = grammar.narrowed if grammar is not None else []
+        if ranked and command.startswith(QUOTE_PREFIX):
+            clock = time.perf_counter()
+            widened = await page_quote(session, question, config, command, ranked)
+            result.timings.scoring_s += time.perf_counter() - clock
+            if widened != command:
+                command, narrowed = widened, [*narrowed, "page_quotes"]
         clock = time.perf_counter()
         step = await session.step(command)
         result.timings.browser_s += time.perf_counter() - clock
@@ -343,7 +354,7 @@ async def run_episode(
                     command=command,
                     event=step.event,
                     actions_left=session.actions_left,
-                    narrowed=grammar.narrowed if grammar is not None else [],
+                    narrowed=narrowed,
                 )
             )
     result.end_reason = session.end_reason
@@ -353,6 +364,35 @@ async def run_episode(
         result.references = references(session)
     result.timings.total_s = time.perf_counter() - started
     return result
+
+
+async def page_quote(
+    session: BrowserSession, question: str, config: EpisodeConfig, command: str, ranked: list[str]
+) -> str:
+    """The Quote the policy chose among the ranked sentences in view, as the ranker picks
+    from the whole page where the view is the one the page opened at: a Quote takes text
+    anywhere on the page (WebGPT's browser), and on a long page the answer is seldom in the
+    view it opens at, so where sentences out of view score higher, the policy's choice to
+    quote takes the page's best. A view the policy brought itself (a Find, a scroll) is its
+    choice of where to read, and keeps its ranked pick: on an API page a Find of the entry
+    the question names knows which entry a sentence describes, the ranker reading the page
+    does not (docs/eval/promotion-rules-page-quotes.md). With one sentence ranked (the
+    default), the page's best is the Quote a grammar of it would have admitted; with
+    several, a pick of the view's that is also among the page's best stays."""
+    assert config.quote_ranker is not None
+    if not session.at_opening_view:
+        return command
+    in_view, on_page = quotes_to_offer(session), quotes_to_offer(session, whole_page=True)
+
+    async def best(limit: int) -> list[str]:
+        assert config.quote_ranker is not None
+        return await page_quotes(
+            config.quote_ranker, question, session.page.title, in_view, on_page, limit
+        )
+
+    if command.removeprefix(QUOTE_PREFIX) in await best(len(ranked)):
+        return command
+    return QUOTE_PREFIX + (await best(1))[0]
 
 
 def references(session: BrowserSession) -> list[Reference]:

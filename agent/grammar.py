@@ -1,13 +1,15 @@
 """Regular expressions for guided decoding: every sampled command parses, and is possible.
 
 The browsing grammar is built from the session's state at each step, so a constrained
-policy can only click links that exist, quote text that is on the page in view (and not
-quoted yet), go Back when there is history, and end with an answer only once it holds a
-quote, or three for a question asking for an explanation (agent.answer_rules). Near the
-action limit it steers a policy with no quote yet to quote, so small untrained models
-still finish episodes with an answer (`force_finish`). The answer grammar admits only
-citations of collected quotes, and at least one; what the answer says between them is the
-policy's (a degenerate one is caught after it: agent.degenerate).
+policy can only click links that exist, quote a sentence in view (and not quoted yet; the
+browser takes text anywhere on the page, and a factoid's Quote then takes the quote
+ranker's best of the page: agent.episode.page_quote), go Back when there is history, and
+end with an answer only once it holds a quote, or three for a question asking for an
+explanation (agent.answer_rules). Near the action limit it steers a policy with no quote
+yet to quote, so small untrained models still finish episodes with an answer
+(`force_finish`). The answer grammar admits only citations of collected quotes, and at
+least one; what the answer says between them is the policy's (a degenerate one is caught
+after it: agent.degenerate).
 
 The regex dialect is the common subset that vLLM's structured-output backends accept:
 literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they reject).
@@ -33,6 +35,7 @@ MAX_LINK_CHOICES = 300
 # An answer's text: anything but a citation's brackets, the answer's stop and a line break.
 ANSWER_TEXT = "[^\\[\\]■\\n]"
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
+_UNQUOTABLE = ("blank", "search", "error")  # page kinds the browser refuses a Quote on
 
 
 def _literal(text: str) -> str:
@@ -45,7 +48,7 @@ def _alternatives(items: list[str]) -> str:
 
 def quote_choices(session: BrowserSession) -> list[str]:
     """Quotable spans in view: its sentences of some length, cut at a word boundary."""
-    if session.page.kind in ("blank", "search", "error"):
+    if session.page.kind in _UNQUOTABLE:
         return []
     return quotable_sentences(session.window_text())[:MAX_QUOTE_CHOICES]
 
@@ -72,12 +75,18 @@ def quotable(sentence: str) -> str | None:
     return head[: ends[-1]] if ends else head.rsplit(" ", 1)[0]
 
 
-def quotes_to_offer(session: BrowserSession) -> list[str]:
-    """The sentences in view a Quote may take: those not quoted already, whole or cut
-    short (a Quote cut at the command's token budget holds the sentence's opening, and the
-    browser refuses the same cut again)."""
+def quotes_to_offer(session: BrowserSession, *, whole_page: bool = False) -> list[str]:
+    """The sentences in view (with whole_page, anywhere on the page) a Quote may take:
+    those not quoted already, whole or cut short (a Quote cut at the command's token budget
+    holds the sentence's opening, and the browser refuses the same cut again)."""
+    if not whole_page:
+        choices = quote_choices(session)
+    elif session.page.kind in _UNQUOTABLE:
+        choices = []
+    else:
+        choices = quotable_sentences(session.page_text())
     held = [q.extract for q in session.quotes]
-    return [c for c in quote_choices(session) if not any(c.startswith(h) for h in held)]
+    return [c for c in choices if not any(c.startswith(h) for h in held)]
 
 
 def _paragraphs(lines: list[str]) -> list[str]:

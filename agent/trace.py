@@ -34,12 +34,13 @@ class EpisodeStartEvent(_Event):
 class ActionEvent(_Event):
     type: Literal["action"] = "action"
     episode: int
-    command: str  # what the policy wrote
+    command: str  # what the policy wrote (a Quote narrowed by page_quotes: the page's best)
     event: BrowserEvent
     actions_left: int
     # the parts of the grammar that narrowed what the policy could write at this step
     # (agent.grammar.BrowsingGrammar): question_search, ranked_quotes (a learned ranker),
-    # named_find, force_finish
+    # named_find, force_finish; and page_quotes, the ranker's best of the whole page taken
+    # for the Quote the policy wrote (agent.episode.page_quote)
     narrowed: list[str] = []
 
 

@@ -6,9 +6,10 @@ pages, and a command outside the browser's contract is refused. The contract is 
 guided-decoding grammar (agent.grammar) lets a policy write, checked here again so that it
 holds for any driver: a server that ignores the grammar, a chat model's tool call, an MCP
 host, a person at `webgpt browse`. A link is clicked only where the page has it; a quote is
-text on the page in view (not elsewhere on the page) and not quoted already; Back needs a
-page to go back to; `End: Answer` needs a quote. A refused command changes nothing but the
-actions left, and the next observation's past actions say why ("Refused: ...").
+text found in the current page (in view or not, as in WebGPT's Table 1) and not quoted
+already; Back needs a page to go back to; `End: Answer` needs a quote. A refused command
+changes nothing but the actions left, and the next observation's past actions say why
+("Refused: ...").
 """
 
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ class StepResult:
 class _View:
     page: Page
     cursor: int = 0
+    opened_at: int = 0  # the cursor the page opened at: its top, or a deep link's passage
 
 
 class BrowserSession:
@@ -123,6 +125,12 @@ class BrowserSession:
         return self._view.page
 
     @property
+    def at_opening_view(self) -> bool:
+        """Whether the view is where the page opened (its top, or the passage a search
+        result linked to), not where a Find, scroll or Top of the driver's brought it."""
+        return self._view.cursor == self._view.opened_at
+
+    @property
     def can_go_back(self) -> bool:
         return bool(self._history)
 
@@ -133,11 +141,15 @@ class BrowserSession:
         return first, last, list(self._view.page.lines[first : last + 1])
 
     def window_text(self) -> list[str]:
-        """The lines in view, links reduced to their text (what a quote can match)."""
+        """The lines in view, links reduced to their text."""
         first, last = scrollbar(self._view.page, self._view.cursor, self.config.window_lines)
+        return self.page_text()[first : last + 1]
+
+    def page_text(self) -> list[str]:
+        """The page's lines, links reduced to their text (what a quote can match)."""
         if not self._view.page.lines:
             return []
-        return self._view.page.text_index.text.split("\n")[first : last + 1]
+        return self._view.page.text_index.text.split("\n")
 
     def observation(self) -> str:
         return render_observation(
@@ -250,7 +262,7 @@ class BrowserSession:
         page = await self._load(url)
         self._open(page)
         if passage is not None:  # a deep link opens where its passage starts, as browsers do
-            self._view.cursor = passage_line(page.text_index, passage) or 0
+            self._view.cursor = self._view.opened_at = passage_line(page.text_index, passage) or 0
         self.past_actions.append(f"Click {link.text} {link.domain}".rstrip())
         return self._page_event(page, "click")
 
@@ -277,10 +289,10 @@ class BrowserSession:
         page = self._view.page
         if page.kind in ("blank", "search", "error"):
             raise InvalidCommand("there is no page to quote from")
-        in_view = scrollbar(page, self._view.cursor, self.config.window_lines)
-        extract = page.text_index.extract(command.text, command.range, in_view)
+        # As in WebGPT's browser (its Table 1): text found in the current page, in view or not.
+        extract = page.text_index.extract(command.text, command.range)
         if not extract:
-            raise InvalidCommand("Quote: that text is not on the page in view")
+            raise InvalidCommand("Quote: that text is not on the page")
         if any(q.extract == extract and q.url == page.url for q in self.quotes):
             raise InvalidCommand("Quote: that text is quoted already")
         extract = extract[: self.config.quote_budget_chars - self.quote_chars]

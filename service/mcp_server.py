@@ -252,7 +252,7 @@ def build_mcp(service: AnswerService, access: Access | None) -> MCPServer:
             Field(
                 min_length=1,
                 max_length=500,
-                description="text on the page in view, verbatim; or 'start━end' for a span",
+                description="text on the page, in view or not, verbatim; or 'start━end'",
             ),
         ],
         ctx: Context,

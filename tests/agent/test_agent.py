@@ -187,7 +187,7 @@ async def test_a_server_that_ignores_the_grammar_gets_no_command_outside_it_exec
         "End: Answer": "needs a quote",
         "Back": "no page to go back to",
         "Clicked on link 77": "no link 77",
-        "Quote: Crows were never seen near people.": "not on the page in view",  # made up
+        "Quote: Crows were never seen near people.": "not on the page",  # made up
         real: "quoted already",
     }
     script.commands = [

@@ -159,8 +159,8 @@ async def test_a_chat_model_browses_by_tool_calls_and_answers(
 
 
 async def test_a_tool_call_outside_the_contract_is_refused(web: Web) -> None:
-    """A server that cannot constrain tool calls quotes what the page in view does not
-    show: the browser refuses it and says why in the next observation."""
+    """A server that cannot constrain tool calls quotes what the page does not show: the
+    browser refuses it and says why in the next observation."""
     requests: list[dict[str, Any]] = []
     app = chat_server("llama.cpp", requests, quote="Crows are the largest birds on Earth.")
     with serve(app) as base:
@@ -174,7 +174,7 @@ async def test_a_tool_call_outside_the_contract_is_refused(web: Web) -> None:
     assert candidate.invalid_actions == 4 and candidate.end_reason == "action_limit"
     assert result.answer is None and candidate.references == []
     after = requests[3]["messages"][1]["content"]
-    assert "Refused: Quote: that text is not on the page in view" in after
+    assert "Refused: Quote: that text is not on the page" in after
 
 
 async def test_a_server_without_required_tool_calls_is_asked_for_the_call_as_json(

@@ -1,8 +1,10 @@
 """Learned quote choice: with a quote ranker, a factoid's Quote may take only the sentences
-in view the ranker scores highest (agent.quote_ranking); without one, any of them."""
+the ranker scores highest (agent.quote_ranking), in view or, once the policy quotes, anywhere
+on the page; without one, any sentence in view."""
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -11,13 +13,14 @@ from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE, collect_into
 from webgpt.agent.answer import Agent
 from webgpt.agent.declines import decline_answer
-from webgpt.agent.episode import EpisodeConfig, run_episode
+from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.grammar import browsing_regex
 from webgpt.agent.openai_policy import OpenAIPolicy
-from webgpt.agent.quote_ranking import ranked_quotes
+from webgpt.agent.quote_ranking import page_candidates, ranked_quotes
 from webgpt.agent.trace import ActionEvent, TraceEvent
+from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
-from webgpt.browser.web import Web
+from webgpt.browser.web import Web, WebOptions
 
 FIRST_SENTENCE = "Crows are birds of the genus Corvus."
 FACES = "Crows can recognise individual human faces and remember them for years."
@@ -99,6 +102,92 @@ async def test_the_browsing_grammar_offers_the_ranked_quotes_alone(web: Web) -> 
     ranked = browsing_regex(session, ranked=[FACES])
     assert not re.fullmatch(ranked, f"Quote: {FIRST_SENTENCE}")
     assert re.fullmatch(ranked, f"Quote: {FACES}")
+
+
+# A page of 61 sentences, some 40 lines: the sentence about faces, its last, lies far below
+# the first view.
+OPEN_AT_TOP = ["Search Crow genus Corvus", "Clicked on link 0"]
+FILLER = [f"Crows were counted in survey number {i} of the regional census." for i in range(60)]
+
+
+@pytest.fixture
+async def long_page_web(tmp_path: Path) -> AsyncIterator[Web]:
+    summaries = tmp_path / "summaries.json"
+    extract = " ".join([FIRST_SENTENCE, *FILLER[1:], FACES])
+    summaries.write_text(json.dumps({"Crow": {"title": "Crow", "extract": extract}}))
+    build_corpus(tmp_path / "web.sqlite", [("wikipedia", wikipedia_pages(summaries))])
+    opened = Web(
+        WebOptions(offline_store=tmp_path / "web.sqlite", offline_only=True, js_mode="never")
+    )
+    yield opened
+    await opened.aclose()
+
+
+async def episode_on_the_long_page(
+    web: Web, policy: OpenAIPolicy, script: Script, commands: list[str], ranker_word: str
+) -> tuple[EpisodeResult, list[ActionEvent]]:
+    """An episode of the scripted commands, asking about crows and faces, with a ranker
+    that prefers sentences holding ranker_word; its result and its action events."""
+    script.commands = commands
+    script.answers = ["Crows remember human faces for years [1]."]
+    config = EpisodeConfig(relevant_quotes=1, quote_ranker=WordRanker(ranker_word))
+    events: list[TraceEvent] = []
+    question = "Do crows remember human faces?"
+    result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
+    return result, [e for e in events if isinstance(e, ActionEvent)]
+
+
+async def test_a_quote_takes_the_pages_best_sentence_out_of_view(
+    long_page_web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The policy quotes the best sentence in view; the ranker prefers one far below it on
+    the page, so the Quote takes that one (a Quote takes text anywhere on the page, as in
+    WebGPT's browser), and the trace says the page's pick narrowed it."""
+    commands = [*OPEN_AT_TOP, f"Quote: {FIRST_SENTENCE}", "End: Answer"]
+    result, actions = await episode_on_the_long_page(
+        long_page_web, policy, script, commands, "faces"
+    )
+    assert [q.extract for q in result.quotes] == [FACES]
+    in_view = result.steps[2].observation.split("♦Text")[1]  # the page as the policy quoted
+    assert FIRST_SENTENCE in in_view and "faces" not in in_view
+    assert result.invalid_actions == 0
+    assert actions[2].command == f"Quote: {FACES}" and actions[2].event.type == "quote"
+    assert actions[2].narrowed[-2:] == ["ranked_quotes", "page_quotes"]
+
+
+async def test_a_quote_in_view_that_the_page_does_not_beat_stays(
+    long_page_web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    commands = [*OPEN_AT_TOP, f"Quote: {FIRST_SENTENCE}", "End: Answer"]
+    result, actions = await episode_on_the_long_page(
+        long_page_web, policy, script, commands, "genus"
+    )
+    assert [q.extract for q in result.quotes] == [FIRST_SENTENCE]
+    assert "page_quotes" not in actions[2].narrowed
+
+
+async def test_a_quote_from_a_view_the_policy_brought_keeps_the_views_pick(
+    long_page_web: Web, policy: OpenAIPolicy, script: Script
+) -> None:
+    """A Find that found moved the view: where the policy chose to read is its call, so the
+    Quote is not the page's best."""
+    commands = [*OPEN_AT_TOP, "Find in page: survey number 30", f"Quote: {FILLER[31]}"]
+    result, actions = await episode_on_the_long_page(
+        long_page_web, policy, script, commands, "faces"
+    )
+    assert result.quotes[0].extract == FILLER[31]
+    assert "page_quotes" not in actions[3].narrowed
+
+
+def test_the_page_candidates_hold_the_questions_rarer_words() -> None:
+    """Of a long page, the ranker reads the sentences holding the question's words, a word
+    all of them hold counting for less than one few do, in their order on the page."""
+    sentences = [*FILLER, FACES, "Crows recognise faces."]
+    picked = page_candidates("Do crows remember human faces?", sentences, limit=2)
+    assert picked == [FACES, "Crows recognise faces."]
+    assert page_candidates("anything", sentences[:3], limit=5) == sentences[:3]
+    # of equal weight, the earlier
+    assert page_candidates("census", FILLER, limit=2) == FILLER[:2]
 
 
 def test_a_factoid_is_narrowed_only_with_a_ranker_and_an_explanation_never() -> None:

@@ -218,6 +218,11 @@ async def test_a_result_past_a_long_page_s_first_section_opens_at_its_passage(
         assert opened.event.url == f"{docs}options.html"  # type: ignore[union-attr]
         assert "defaults to five minutes" in opened.observation
         assert "Option 0 sets" not in opened.observation  # not at the page's top
+        assert session.at_opening_view  # the passage is where the page opened
+        await session.step("Scrolled up 1")
+        assert not session.at_opening_view
+        await session.step("Find in page: defaults to five minutes")
+        assert session.at_opening_view  # back at the passage
         quoted = await session.step(
             "Quote: The checkpoint_timeout option defaults to five minutes."
         )

@@ -99,15 +99,21 @@ async def test_the_session_holds_every_driver_to_the_command_contract(
     await refused("End: Answer", "End: Answer needs a quote to answer from")
     await open_page(session, "article")
     await refused("Clicked on link 99", "there is no link 99 on this page")
-    await refused("Quote: the secret ingredient is patience", "not on the page in view")
-    await refused("Quote: Paragraph 1.━the secret ingredient", "not on the page in view")
+    await refused("Quote: the secret ingredient is impatience", "not on the page")
+    await refused("Quote: Paragraph 1.━the secret ingredient is impatience", "not on the page")
     in_view = "Paragraph 1. Sourdough relies on wild yeast and lactic acid bacteria."
     taken = await session.step(f"Quote: {in_view.upper().replace(' ', '  ')}")  # case, spacing free
     assert taken.event.type == "quote" and taken.event.quote.extract == in_view
     again = await session.step(f"Quote: {in_view}")
     assert again.event.type == "invalid_action" and "quoted already" in again.event.reason
-    assert len(session.quotes) == 1
-    assert session.actions_taken == 9
+    # text found in the page out of view is quoted as in WebGPT's browser; the view stays
+    view = session.window()
+    assert "the secret ingredient" not in " ".join(session.window_text())
+    below = await session.step("Quote: the secret ingredient is patience")
+    assert below.event.type == "quote" and session.window() == view
+    assert session.at_opening_view  # no command of the driver's has moved it
+    assert len(session.quotes) == 2
+    assert session.actions_taken == 10
     assert (await session.step("End: Answer")).done
 
 
