@@ -117,8 +117,8 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="K",
         help="how many of the sentences the quote ranker scores highest a factoid's Quote may "
-        "take: of those in view, then, once the policy quotes, of the whole page (default 1; "
-        "0: any sentence in view)",
+        "take: of those in view, or of the whole page where the policy quotes from the view "
+        "the page opened at (default 1; 0: any sentence in view)",
     )
     parser.add_argument(
         "--question-search",

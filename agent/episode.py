@@ -133,10 +133,10 @@ class EpisodeConfig:
     # Quote for a question that does not ask for an explanation may take only the
     # relevant_quotes sentences in view that this ranker, a checkpoint of `webgpt
     # comparisons quotes` + `webgpt train rm`, scores highest (an explanation is built from
-    # several, and is offered all); once the policy quotes, the Quote takes the ranker's
-    # best of the whole page (page_quote). Without a ranker, or with relevant_quotes None,
-    # any sentence in view. The commands and the service load the shipped ranker by default
-    # (agent.model.load_quote_ranker).
+    # several, and is offered all); where the policy quotes from the view a page opened
+    # at, the Quote takes the ranker's best of the whole page (page_quote). Without a
+    # ranker, or with relevant_quotes None, any sentence in view. The commands and the
+    # service load the shipped ranker by default (agent.model.load_quote_ranker).
     relevant_quotes: int | None = 1
     quote_ranker: QuoteRanker | None = field(default=None, compare=False)
     # Declines by evidence (docs/agent.md, "Declines by evidence"): with a quote ranker

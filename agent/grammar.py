@@ -2,14 +2,14 @@
 
 The browsing grammar is built from the session's state at each step, so a constrained
 policy can only click links that exist, quote a sentence in view (and not quoted yet; the
-browser takes text anywhere on the page, and a factoid's Quote then takes the quote
-ranker's best of the page: agent.episode.page_quote), go Back when there is history, and
-end with an answer only once it holds a quote, or three for a question asking for an
-explanation (agent.answer_rules). Near the action limit it steers a policy with no quote
-yet to quote, so small untrained models still finish episodes with an answer
-(`force_finish`). The answer grammar admits only citations of collected quotes, and at
-least one; what the answer says between them is the policy's (a degenerate one is caught
-after it: agent.degenerate).
+browser takes text anywhere on the page, and a factoid's Quote from the view a page opened
+at takes the quote ranker's best of the page: agent.episode.page_quote), go Back when
+there is history, and end with an answer only once it holds a quote, or three for a
+question asking for an explanation (agent.answer_rules). Near the action limit it steers a
+policy with no quote yet to quote, so small untrained models still finish episodes with an
+answer (`force_finish`). The answer grammar admits only citations of collected quotes, and
+at least one; what the answer says between them is the policy's (a degenerate one is
+caught after it: agent.degenerate).
 
 The regex dialect is the common subset that vLLM's structured-output backends accept:
 literal text is escaped by `_literal` (not re.escape, whose `\\ ` and `\\-` they reject).

@@ -1,8 +1,8 @@
 """Quote choice by a learned ranker: of the sentences in view, the Quote grammar offers a
 factoid only the K that a ranker trained on (question, sentence, answers it or not) scores
-highest (reward.quote_scorer, `--quote-ranker`); without one, any sentence in view. Once
-the policy quotes, the ranker reads the rest of the page too, and the Quote takes the
-page's best (page_quotes; agent.episode.page_quote).
+highest (reward.quote_scorer, `--quote-ranker`); without one, any sentence in view. Where
+the policy quotes from the view a page opened at, the ranker reads the rest of the page
+too, and the Quote takes the page's best (page_quotes; agent.episode.page_quote).
 
 It replaced a lexical rule (question words weighted by their rarity on the page), which it
 beat on dev (docs/agent.md, "Learned quote choice"). A ranker trained with decline rows

@@ -102,8 +102,8 @@ class ServiceSettings(Settings):
     # quote choice"): `default`, the shipped one (prepared at start where it is not yet), or
     # a reward checkpoint folder trained on quote comparisons, loaded in the service's
     # process at start; `none`: off. A Quote for a question asking for no explanation takes
-    # only the relevant_quotes sentences in view it scores highest, and then the page's
-    # best (0: any in view).
+    # only the relevant_quotes sentences in view it scores highest, or of the whole page
+    # from the view the page opened at (0: any in view).
     quote_ranker: Path | None = Path(DEFAULT_QUOTE_RANKER)
     # Set: the quote ranker scores on this vLLM pooling server (reward.remote, no torch in
     # the service), which serves the checkpoint quote_ranker names under its version;
