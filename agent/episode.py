@@ -1,5 +1,6 @@
 """One episode: browse until `End:` or a limit, then write an answer that cites quotes."""
 
+import functools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -379,17 +380,18 @@ async def page_quote(
     does not (docs/eval/promotion-rules-page-quotes.md). With one sentence ranked (the
     default), the page's best is the Quote a grammar of it would have admitted; with
     several, a pick of the view's that is also among the page's best stays."""
-    assert config.quote_ranker is not None
+    ranker = config.quote_ranker
+    assert ranker is not None
     if not session.at_opening_view:
         return command
-    in_view, on_page = quotes_to_offer(session), quotes_to_offer(session, whole_page=True)
-
-    async def best(limit: int) -> list[str]:
-        assert config.quote_ranker is not None
-        return await page_quotes(
-            config.quote_ranker, question, session.page.title, in_view, on_page, limit
-        )
-
+    best = functools.partial(
+        page_quotes,
+        ranker,
+        question,
+        session.page.title,
+        quotes_to_offer(session),
+        quotes_to_offer(session, whole_page=True),
+    )
     if command.removeprefix(QUOTE_PREFIX) in await best(len(ranked)):
         return command
     return QUOTE_PREFIX + (await best(1))[0]

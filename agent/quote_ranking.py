@@ -21,7 +21,8 @@ from webgpt.agent.queries import question_query
 from webgpt.browser.events import CollectedQuote
 
 # How many of a long page's sentences beyond those in view the ranker reads for a Quote:
-# on 2 cores it scores about 30 sentences a second, and manual pages hold up to a thousand.
+# on 2 cores it scores about 25 sentences a second (benchmarks/quote_ranker_bench.py: a
+# view of 12 in 0.5 s), and manual pages hold up to a thousand.
 PAGE_CANDIDATES = 24
 _WORD = re.compile(r"\w+")
 _STEM_LETTERS = 5  # "statements" and "statement" are one word here
