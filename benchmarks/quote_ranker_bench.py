@@ -3,6 +3,10 @@ that loads it by default: start-up (load) time, memory, and the time to score th
 of one view, cold and from its cache (an episode meets a view again after Back or scrolling).
 
     .venv/bin/python benchmarks/quote_ranker_bench.py [--ranker default|FOLDER] [--repeats 5]
+        [--float32]
+
+It scores as the service does: in bf16 on a CPU that computes bf16 itself, else in float32
+(reward.quote_scorer); --float32 scores in float32 anywhere, to compare.
 
 The sentences are a Wikipedia lead's, 12 in view (agent.grammar.MAX_QUOTE_CHOICES offers at
 most 12 a step); each is scored once with the question, as agent.quote_ranking asks.
@@ -19,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from webgpt.agent.grammar import MAX_QUOTE_CHOICES
-from webgpt.agent.model import load_quote_ranker
+from webgpt.agent.model import quote_ranker_folder
 
 QUESTION = "In what year was the Eiffel Tower completed?"
 TITLE = "Eiffel Tower"
@@ -47,14 +51,19 @@ def max_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB on Linux
 
 
-async def view_times(ranker_name: Path, repeats: int) -> None:
+async def view_times(ranker_name: Path, repeats: int, float32: bool) -> None:
     import torch  # noqa: F401  # imported before the first figure: memory of the ranker alone
 
+    from webgpt.reward.quote_scorer import QuoteScorer
+
+    folder = quote_ranker_folder(ranker_name, print)
+    assert folder is not None, "give a quote ranker, not none"
     baseline = max_rss_gb()
     started = time.perf_counter()
-    ranker = load_quote_ranker(ranker_name, print)
-    assert ranker is not None, "give a quote ranker, not none"
+    ranker = QuoteScorer(folder, bf16=False if float32 else None)
     load_s = time.perf_counter() - started
+    assert ranker._local is not None
+    dtype = next(ranker._local.model.parameters()).dtype
     loaded = max_rss_gb()
     view = SENTENCES[:MAX_QUOTE_CHOICES]
     cold, cached = [], []
@@ -70,7 +79,7 @@ async def view_times(ranker_name: Path, repeats: int) -> None:
         best = view[max(range(len(view)), key=scores.__getitem__)]
     finally:
         await ranker.aclose()
-    print(f"ranker {ranker.name}: loaded in {load_s:.1f} s")
+    print(f"ranker {ranker.name} in {str(dtype).removeprefix('torch.')}: loaded in {load_s:.1f} s")
     print(
         f"memory (max RSS): {baseline:.2f} GB with torch, {loaded:.2f} GB with the ranker "
         f"loaded, {max_rss_gb():.2f} GB after scoring"
@@ -86,8 +95,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranker", type=Path, default=Path("default"))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--float32", action="store_true", help="score in float32 anywhere")
     args = parser.parse_args()
-    asyncio.run(view_times(args.ranker, args.repeats))
+    asyncio.run(view_times(args.ranker, args.repeats, args.float32))
 
 
 if __name__ == "__main__":

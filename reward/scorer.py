@@ -27,6 +27,7 @@ class RewardScorer:
         max_length: int = 1024,
         batch_size: int = 16,
         device: str | None = None,  # default: the first GPU if there is one, else the CPU
+        dtype: torch.dtype = torch.float32,  # what the weights compute in
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -37,7 +38,7 @@ class RewardScorer:
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model = RewardModel.load(folder).eval().to(self.device)
+        self.model = RewardModel.load(folder, dtype).eval().to(self.device, dtype)
         # Its own single thread, not the default pool that DNS lookups, offline search and
         # the feedback store share: a long forward pass never queues them, and one thread
         # runs one batch at a time, so no lock is needed.

@@ -59,6 +59,31 @@ async def test_the_ranker_scores_the_answering_sentence_highest(ranker_checkpoin
         await scorer.aclose()
 
 
+async def test_the_ranker_scores_in_bf16_where_the_cpu_computes_it(
+    ranker_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In this process the weights are bf16 on a CPU with native bf16 (as vLLM serves them
+    there), float32 on one without, and bf16 picks what float32 picks."""
+    import torch
+
+    from webgpt.reward import quote_scorer
+
+    question = "what color is the sky in story 150"
+    sentences = [sky(150, color) for color in ("green", "red", "blue", "purple")]
+    scores = {}
+    for native, dtype in [(True, torch.bfloat16), (False, torch.float32)]:
+        monkeypatch.setattr(quote_scorer, "cpu_has_native_bf16", lambda native=native: native)
+        scorer = QuoteScorer(ranker_checkpoint, device="cpu")
+        try:
+            assert scorer._local is not None
+            assert {p.dtype for p in scorer._local.model.parameters()} == {dtype}
+            scores[dtype] = await scorer.rank(question, "Sky notes", sentences)
+        finally:
+            await scorer.aclose()
+    assert scores[torch.bfloat16].index(max(scores[torch.bfloat16])) == 2
+    assert scores[torch.bfloat16] == pytest.approx(scores[torch.float32], abs=0.5)
+
+
 async def test_a_sentence_seen_again_is_not_scored_again(
     ranker_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -208,7 +208,9 @@ async def test_a_quote_ranker_on_a_pooling_server_ranks_as_in_process(
 
     url, script = classify
     sentences = [answer(150, color) for color in COLORS]
-    local, remote = QuoteScorer(reward_checkpoint), QuoteScorer(reward_checkpoint, url=url)
+    # the fake server scores in float32 (fake_vllm), so this process does too
+    local = QuoteScorer(reward_checkpoint, bf16=False)
+    remote = QuoteScorer(reward_checkpoint, url=url)
     try:
         expected = await local.rank("what color is the sky", "Sky notes", sentences)
         scores = await remote.rank("what color is the sky", "Sky notes", sentences)
