@@ -75,6 +75,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     evaluate.add_argument("--temperature", type=float, default=0.0)
     add_answer_rules(evaluate)
     evaluate.add_argument(
+        "--as-typed",
+        action="store_true",
+        help="browse each follow-up (a question with a `history`) as typed, not made "
+        "standalone from its conversation as the service does: to measure that",
+    )
+    evaluate.add_argument(
         "--reward-model",
         type=Path,
         default=None,
@@ -348,6 +354,7 @@ async def _eval_one(
             session=session,
             scorer=scorer,
             progress=progress_bar(sys.stderr),
+            follow_ups=not args.as_typed,
         )
     finally:
         for model_in_process in (scorer, judge, ranker):

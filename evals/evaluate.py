@@ -41,6 +41,7 @@ from webgpt.agent.declines import is_declined
 from webgpt.agent.degenerate import degeneracy
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
 from webgpt.agent.errors import DataError, PolicyError
+from webgpt.agent.followups import made_standalone
 from webgpt.agent.policy import Policy
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.targets import PolicyFormat, PolicyTarget, serving
@@ -88,6 +89,7 @@ class Outcome:
     quotes: list[dict[str, str]] = field(default_factory=list)
     # Where the episode's time went (agent.episode.Timings): what a speed change moves
     timings: dict[str, float] = field(default_factory=dict)
+    asked: str | None = None  # a follow-up as browsed, where made standalone differs
 
     @property
     def long_enough(self) -> bool:
@@ -261,15 +263,21 @@ async def evaluate_policy(
     scorer: Scorer | None = None,
     verify_web: Web | None = None,
     progress: Progress | None = None,
+    follow_ups: bool = True,
 ) -> PolicyReport:
-    """One episode per question, one at a time (wall time per question is a figure)."""
+    """One episode per question, one at a time (wall time per question is a figure). A
+    question with a history is a follow-up, browsed made standalone as the service browses
+    one, or with follow_ups off as typed (to measure agent.followups)."""
     report = PolicyReport(name)
     for number, question in enumerate(questions, start=1):
         started = time.perf_counter()
+        asked = question.question
+        if question.history and follow_ups:
+            asked = (await made_standalone(asked, question.history, policy)).question
         cache = web.new_cache()
         browser = web.session(cache=cache, config=session)
         try:
-            result = await run_episode(0, browser, policy, question.question, episode)
+            result = await run_episode(0, browser, policy, asked, episode)
         except PolicyError as error:
             report.outcomes.append(
                 Outcome(
@@ -298,9 +306,7 @@ async def evaluate_policy(
         )
         reward = None
         if scorer is not None and answer and result.answer_prompt:
-            [reward] = await scorer.score(
-                [ScoredAnswer(question.question, result.answer_prompt, answer)]
-            )
+            [reward] = await scorer.score([ScoredAnswer(asked, result.answer_prompt, answer)])
         declined = is_declined(answer)
         supported, cited_sentences = sentence_support(answer or "", result.references)
         report.outcomes.append(
@@ -325,7 +331,7 @@ async def evaluate_policy(
                 judgment=result.judgment,
                 evidence=result.evidence,
                 answerability=result.answerability,
-                degenerate=degeneracy(answer, question.question),
+                degenerate=degeneracy(answer, asked),
                 shaped_by=result.shaped_by,
                 cited_sentences=cited_sentences,
                 supported_sentences=supported,
@@ -337,6 +343,7 @@ async def evaluate_policy(
                     "browser_s": round(result.timings.browser_s, 3),
                     "scoring_s": round(result.timings.scoring_s, 3),
                 },
+                asked=asked if asked != question.question else None,
             )
         )
         if progress is not None:
@@ -355,6 +362,7 @@ async def evaluate_target(
     session: SessionConfig,
     scorer: Scorer | None = None,
     progress: Progress | None = None,
+    follow_ups: bool = True,
 ) -> PolicyReport:
     """evaluate_policy for a policy named as `webgpt eval --policy` names it (a checkpoint is
     served by a local vLLM while it runs), on the offline web: `webgpt eval` and the
@@ -371,6 +379,7 @@ async def evaluate_target(
                 session=session,
                 scorer=scorer,
                 progress=progress,
+                follow_ups=follow_ups,
             )
     finally:
         await web.aclose()

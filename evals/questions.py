@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from webgpt.agent.answer_rules import normalize as normalize
 from webgpt.agent.declines import is_declined
 from webgpt.agent.errors import DataError
+from webgpt.agent.followups import Turn
 
 Split = Literal["train", "dev", "test"]
 # The people-written set, in a source checkout (an installed wheel does not carry data/).
@@ -29,6 +30,8 @@ PEOPLE_QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "questions" / 
 SEALED_QUESTIONS = PEOPLE_QUESTIONS.with_name("sealed-test.jsonl")
 # The people-written dev questions over the software manuals of the offline web.
 MANUAL_QUESTIONS = PEOPLE_QUESTIONS.with_name("manuals.jsonl")
+# People-written follow-ups, each after the conversation before it (dev).
+CONVERSATION_QUESTIONS = PEOPLE_QUESTIONS.with_name("conversations.jsonl")
 SPLIT_PERCENT = {"train": 80, "dev": 10, "test": 10}
 # A link marker of a rendered page (browser.render): 【id†text†domain】 or 【id†text】.
 _LINK = re.compile(r"【\d+†([^†】]*)(?:†[^】]*)?】")
@@ -55,6 +58,9 @@ class Question(BaseModel):
     why: str | None = None
     style: str | None = None
     split: Split | None = None
+    # the conversation before it, oldest first: the question is then a follow-up, browsed
+    # made standalone (agent.followups), as the service browses one
+    history: list[Turn] = []
 
     @model_validator(mode="after")
     def _answerable_has_gold(self) -> Self:
@@ -118,8 +124,11 @@ def load_questions(path: Path, split: str | None = None) -> list[Question]:
 
 
 def questions_digest(questions: Iterable[Question]) -> str:
-    """sha256 of the questions as evaluated, in order: which set a figure was measured on."""
+    """sha256 of the questions as evaluated, in order: which set a figure was measured on.
+    A question with no history reads as before questions had one, so a registry's recorded
+    figures still compare."""
     digest = hashlib.sha256()
     for question in questions:
-        digest.update(question.model_dump_json().encode() + b"\n")
+        unread = None if question.history else {"history"}
+        digest.update(question.model_dump_json(exclude=unread).encode() + b"\n")
     return digest.hexdigest()

@@ -3,10 +3,11 @@ what a writer runs before handing a file in (data/questions/DATA_CARD.md).
 
     .venv/bin/python scripts/check_questions.py FILE [--sealed] [--store FILE]
 
-Every line must load as a question (evals.questions.Question) and appear once; a factoid's
-gold answer must occur in its evidence and not in the question, and its evidence (past the
-page's first sentence on a Wikipedia page) on its page; a long-form question's 3-5 key
-points each on its page; an unanswerable one names no page. With --sealed, every page must
+Every line must load as a question (evals.questions.Question) and appear once (a
+follow-up: once after its conversation); a factoid's gold answer must occur in its evidence
+and not in the question, and its evidence (past the page's first sentence on a Wikipedia
+page, unless it is a follow-up) on its page; a long-form question's 3-5 key points each on
+its page; an unanswerable one names no page. With --sealed, every page must
 be of split test and named by no other file of the repository (the sealed test set).
 """
 
@@ -44,9 +45,12 @@ async def faults(path: Path, sealed: bool, store: Path | None) -> list[str]:
         except (ValueError, ValidationError) as error:
             found.append(f"{path}:{number}: not a question: {error}")
             continue
-        if normalize(question.question) in seen:
+        # a follow-up is its words after its conversation ("how long is it" twice is fine)
+        asked = " ".join(normalize(turn.content) for turn in question.history)
+        asked += " " + normalize(question.question)
+        if asked in seen:
             found.append(f"{path}:{number}: asked twice: {question.question!r}")
-        seen.add(normalize(question.question))
+        seen.add(asked)
         questions.append((number, question))
     others = named_urls(ROOT, skip=path.resolve()) if sealed else set()
     store_path = store or default_store_path()
@@ -82,7 +86,10 @@ async def faults(path: Path, sealed: bool, store: Path | None) -> list[str]:
                     found.append(f"{where}: a gold answer is in the question")
                 body = bodies.body(question.url) if "wikipedia.org" in question.url else None
                 opening = wikipedia_page(body)[1][:1] if body else []
-                if opening and normalize(opening[0]) == normalize(evidence):
+                # (a follow-up measures how its words are read after its conversation, not
+                # how deep its answer lies)
+                first = opening and normalize(opening[0]) == normalize(evidence)
+                if first and not question.history:
                     found.append(f"{where}: its evidence is the page's first sentence")
             if question.kind == "longform":
                 if not 3 <= len(question.key_points) <= 5:

@@ -1,8 +1,10 @@
 """`webgpt eval`'s figures for a scripted policy whose answers are known to be right, wrong
 and unfaithful."""
 
+import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,12 +13,13 @@ from tests.conftest import LEARNING_ARTICLES
 from tests.learning.test_record import webgpt
 from tests.servers import serve
 from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.followups import Turn
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
-from webgpt.evals.evaluate import evaluate_policy, format_table
-from webgpt.evals.questions import Question
+from webgpt.evals.evaluate import PolicyReport, evaluate_policy, format_table
+from webgpt.evals.questions import Question, questions_digest
 
 QUESTIONS = [
     Question(question="Who painted the Mona Lisa?", gold_answers=["Leonardo da Vinci"]),
@@ -44,6 +47,26 @@ COMMANDS = [
 ANSWERS = ["It was painted by Leonardo da Vinci [1].", "She was born in 1900 [1].", "A bird [1]."]
 
 
+async def scripted_report(
+    web: Web, questions: list[Question], script: Script, **options: Any
+) -> PolicyReport:
+    """evaluate_policy of the policy the script plays, unguided, 20 actions."""
+    with serve(fake_policy_app(script)) as base:
+        policy = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
+        try:
+            return await evaluate_policy(
+                "scripted",
+                policy,
+                web,
+                questions,
+                episode=EpisodeConfig(guided=False),
+                session=SessionConfig(max_actions=20),
+                **options,
+            )
+        finally:
+            await policy.aclose()
+
+
 def changed_web(folder: Path) -> Path:
     """The same pages, except that the Crow page has changed since it was quoted."""
     articles = {**LEARNING_ARTICLES, "Crow": {**LEARNING_ARTICLES["Crow"], "extract": "Gone."}}
@@ -60,18 +83,7 @@ async def test_eval_figures_for_right_wrong_and_unfaithful_answers(
     verify = Web(
         WebOptions(offline_store=changed_web(tmp_path), offline_only=True, js_mode="never")
     )
-    with serve(fake_policy_app(script)) as base:
-        policy = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
-        report = await evaluate_policy(
-            "scripted",
-            policy,
-            learning_web,
-            QUESTIONS,
-            episode=EpisodeConfig(guided=False),
-            session=SessionConfig(max_actions=20),
-            verify_web=verify,
-        )
-        await policy.aclose()
+    report = await scripted_report(learning_web, QUESTIONS, script, verify_web=verify)
     await verify.aclose()
     figures = report.figures()
     assert [o.correct for o in report.outcomes] == [True, False, True]
@@ -84,6 +96,42 @@ async def test_eval_figures_for_right_wrong_and_unfaithful_answers(
     assert figures["actions_median"] == 4 and figures["actions_mean"] == round(13 / 3, 2)
     table = format_table([report])
     assert "66.7%" in table and "scripted" in table.splitlines()[2]
+
+
+async def test_a_follow_up_is_browsed_made_standalone_or_as_typed(learning_web: Web) -> None:
+    """A question with a history is browsed as the service browses it, its pronoun replaced
+    from the conversation (agent.followups); with follow_ups off, as typed."""
+    follow_up = Question.model_validate(
+        {
+            "question": "When was she born?",
+            "gold_answers": ["1815"],
+            "history": [
+                {"role": "user", "content": "Who was the first computer programmer?"},
+                {"role": "assistant", "content": "Ada Lovelace was the first programmer [1]."},
+            ],
+        }
+    )
+    asked = {}
+    for follow_ups in (True, False):
+        script = Script(commands=["End: Nonsense"])
+        report = await scripted_report(learning_web, [follow_up], script, follow_ups=follow_ups)
+        [outcome] = report.outcomes
+        assert outcome.question == "When was she born?"
+        asked[follow_ups] = outcome.asked
+        assert f"♦Question\n{outcome.asked or outcome.question}\n" in script.requests[0]["prompt"]
+    assert asked == {True: "When was Ada Lovelace born?", False: None}
+
+
+def test_a_follow_up_s_conversation_is_part_of_the_questions_digest() -> None:
+    """Two conversations before the same words are two questions to the promotion gate;
+    a question with none digests as it did before questions could have one (the figures a
+    registry recorded then still compare)."""
+    plain = Question(question="When was she born?", gold_answers=["1815"])
+    conversation = [Turn("user", "Who was Ada Lovelace?"), Turn("assistant", "A writer [1].")]
+    follow_up = plain.model_copy(update={"history": conversation})
+    assert questions_digest([plain]) != questions_digest([follow_up])
+    before = hashlib.sha256(plain.model_dump_json(exclude={"history"}).encode() + b"\n").hexdigest()
+    assert questions_digest([plain]) == before
 
 
 @pytest.mark.slow  # starts a process

@@ -2,15 +2,13 @@
 dev, and their share of the sealed test set; DATA_CARD.md): their make-up, and that every
 gold answer, evidence sentence and key point is on its page (scripts/check_questions.py)."""
 
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from tests.evals.writers_check import assert_every_line_passes
 from webgpt.evals.questions import (
     MANUAL_QUESTIONS,
     SEALED_QUESTIONS,
@@ -19,7 +17,6 @@ from webgpt.evals.questions import (
     split_of,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 # The manuals of browser.corpus.MANUALS other than Python's, by the host that serves them.
 MANUAL_HOSTS = {"www.postgresql.org", "git-scm.com", "www.sqlite.org", "docs.djangoproject.com"}
 
@@ -54,13 +51,4 @@ def test_the_sealed_set_asks_over_every_manual_on_other_pages_than_dev() -> None
 
 @pytest.mark.slow  # the full offline web
 def test_every_dev_line_passes_the_writers_check(embedded_web_store: Path) -> None:
-    check = [str(ROOT / "scripts" / "check_questions.py"), str(MANUAL_QUESTIONS)]
-    run = subprocess.run(
-        [sys.executable, *check, "--store", str(embedded_web_store)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.strip().endswith("every line passes")
+    assert_every_line_passes(MANUAL_QUESTIONS, embedded_web_store)

@@ -3,23 +3,18 @@ no other file of the repository uses its pages, and that every gold answer, evid
 sentence and key point is on its page (scripts/check_questions.py, which its writers ran)."""
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from tests.evals.writers_check import assert_every_line_passes, writers_check
 from webgpt.evals.questions import PEOPLE_QUESTIONS, SEALED_QUESTIONS, load_questions, split_of
 
-ROOT = Path(__file__).resolve().parents[2]
-CHECK = ROOT / "scripts" / "check_questions.py"
 # The software documentation of the offline web: Python's and the other manuals.
 DOCS_HOSTS = {"docs.python.org", "www.postgresql.org", "git-scm.com", "www.sqlite.org",
               "docs.djangoproject.com"}  # fmt: skip
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def test_the_sealed_set_has_the_kinds_people_ask_in_their_shares() -> None:
@@ -51,21 +46,9 @@ def test_no_page_of_the_sealed_set_is_in_the_people_set_or_of_another_split() ->
             assert question.url not in people, question.url
 
 
-def check(path: Path, store: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(CHECK), str(path), "--sealed", "--store", str(store)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        check=False,
-    )
-
-
 @pytest.mark.slow  # the full offline web
 def test_every_line_passes_the_writers_check(embedded_web_store: Path) -> None:
-    run = check(SEALED_QUESTIONS, embedded_web_store)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.strip().endswith("every line passes")
+    assert_every_line_passes(SEALED_QUESTIONS, embedded_web_store, sealed=True)
 
 
 @pytest.mark.slow  # the full offline web
@@ -86,7 +69,7 @@ def test_the_check_names_each_line_at_fault(embedded_web_store: Path, tmp_path: 
     ]
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(json.dumps(r) if isinstance(r, dict) else r for r in lines) + "\n")
-    run = check(path, embedded_web_store)
+    run = writers_check(path, embedded_web_store, sealed=True)
     assert run.returncode == 1
     report = run.stdout
     assert f"{path}:1: {good['question']!r}: no gold answer is in its evidence" in report

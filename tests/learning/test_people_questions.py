@@ -8,15 +8,13 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from tests.agent.fake_policy import Script, fake_policy_app
-from tests.servers import serve
+from tests.agent.fake_policy import Script
+from tests.evals.test_eval import scripted_report
 from webgpt.agent.declines import DECLINE_PREFIX, decline_answer, indirect_question, is_declined
-from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.grammar import answer_regex
-from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web
-from webgpt.evals.evaluate import distinct_sentence_count, evaluate_policy, key_point_coverage
+from webgpt.evals.evaluate import distinct_sentence_count, key_point_coverage
 from webgpt.evals.questions import Question, load_questions
 from webgpt.learning.demonstrations import DemoQuote, replay, write_demonstrations
 from webgpt.learning.question_generator import (
@@ -372,17 +370,7 @@ async def test_eval_reports_declines_and_long_form_figures(learning_web: Web) ->
             "Crows are birds of the genus Corvus [1]. They recognise human faces [2].",
         ],
     )
-    with serve(fake_policy_app(script)) as base:
-        policy = OpenAIPolicy(base + "/v1", "scripted", backoff_s=0.01)
-        report = await evaluate_policy(
-            "scripted",
-            policy,
-            learning_web,
-            questions,
-            episode=EpisodeConfig(guided=False),
-            session=SessionConfig(max_actions=20),
-        )
-        await policy.aclose()
+    report = await scripted_report(learning_web, questions, script)
     first, second, third = report.outcomes
     assert first.declined and not first.correct and not first.cited  # a decline is never right
     assert second.declined and second.faithful is None
