@@ -8,8 +8,8 @@ question either asks about a thing it names ("Who was Marie Curie?", "Where is t
 Gate?") or asks for one ("Who wrote Hamlet?": a person; "What is the capital of France?":
 a thing; "where": a place), which its answer then names. A pronoun points to the thing asked
 for where it is of that kind (he, she, him, his, her after "who"; it, its, they, them,
-their after "what" or "which"; there after "where", "what" or "which"), else to the thing
-the question named.
+their after "what" or "which"; there after "where", "what" or "which"; "what's" and
+"whats" read as "what"), else to the thing the question named.
 A name is a run of capitalised words in the page's own spelling ("Leonardo da Vinci");
 a question typed in lower case names what its answer spells with capitals ("who wrote
 hamlet" names "Hamlet" once the answer says "Hamlet").
@@ -24,7 +24,7 @@ nothing (`made_standalone`); the trace says which did (agent.trace.FollowUpEvent
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -96,12 +96,12 @@ def standalone_question(question: str, history: Sequence[Turn]) -> Standalone:
     asked_names += [n for n in answer_names if n.lower() in asked.lower() and n not in asked_names]
     asked_for = [n for n in answer_names if n.lower() not in asked.lower()]
     words = asked.lower().replace("?", " ").split()
-    opener = words[0] if words else ""
     kinds = {"who": _PERSON, "what": _THING | _PLACE, "which": _THING | _PLACE, "where": _PLACE}
+    opener = _question_word(words[0], kinds) if words else ""
     about_a_name = " ".join(
         w for w in words[1:] if w not in ("is", "was", "are", "were", "the", "a")
     )
-    asks_about_a_name = about_a_name in (n.lower() for n in asked_names)
+    asks_about_a_name = about_a_name in (n.lower().removeprefix("the ") for n in asked_names)
     own_names = [m.start() for m in _NAME.finditer(question) if m.start() > 0]
     replaced: list[tuple[str, str]] = []
 
@@ -122,6 +122,14 @@ def standalone_question(question: str, history: Sequence[Turn]) -> Standalone:
 
     rewritten = _PRONOUN.sub(replace, question)
     return Standalone(rewritten, tuple(replaced), rewritten=bool(replaced))
+
+
+def _question_word(word: str, question_words: Iterable[str]) -> str:
+    """A question word as typed with "is" run into it ("what's", "whats") read as itself."""
+    for question_word in question_words:
+        if word.replace("’", "'") in (f"{question_word}'s", f"{question_word}s"):
+            return question_word
+    return word
 
 
 def _last_exchange(history: Sequence[Turn]) -> tuple[str | None, str | None]:

@@ -21,6 +21,12 @@ WHERE_IS = exchange(
 LOWER_CASE = exchange(
     "who founded pellworth abbey", "Pellworth Abbey was founded by Edith Marrow [1]."
 )
+# a thing named and asked about, whose answer names another place first
+WHAT_IS = exchange("What is the Vey?", "The Vey is a river of Ostravia rising in Dunmore [1].")
+# "what" typed with its "is" run in
+WHATS = exchange(
+    "whats the oldest bridge in ostravia", "The Orlin Bridge is Ostravia's oldest bridge [1]."
+)
 
 
 @pytest.mark.parametrize(
@@ -44,6 +50,8 @@ LOWER_CASE = exchange(
         (WHAT_CAPITAL, "How many people live there?", "How many people live in Kelmar?"),
         # a thing named and asked about, with its article
         (WHERE_IS, "how long is it", "how long is the Orlin Bridge"),
+        (WHAT_IS, "how long is it", "how long is the Vey"),
+        (WHATS, "when was it built", "when was the Orlin Bridge built"),
         # a question typed in lower case names what its answer spells with capitals
         (LOWER_CASE, "when was it built", "when was Pellworth Abbey built"),
         (LOWER_CASE, "where was she born", "where was Edith Marrow born"),
