@@ -161,9 +161,9 @@ def default_device() -> Device:
 
 def default_dtype() -> str:
     """float32 on CPUs without native bf16 (emulated bf16 ran ~10x slower here), else auto."""
-    if has_nvidia_gpu() or cpu_has_native_bf16() or not Path("/proc/cpuinfo").is_file():
+    if has_nvidia_gpu() or not Path("/proc/cpuinfo").is_file():  # no flags: vLLM's choice
         return "auto"
-    return "float32"
+    return "auto" if cpu_has_native_bf16() else "float32"
 
 
 @dataclass
