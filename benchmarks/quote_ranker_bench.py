@@ -51,6 +51,15 @@ def max_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB on Linux
 
 
+def own_memory_gb() -> float:
+    """Resident memory of the process's own (anonymous) pages: not a weights file's pages
+    it reads where the file is mapped, which the kernel can drop and read again."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1e6  # kB
+    return float("nan")
+
+
 async def view_times(ranker_name: Path, repeats: int, float32: bool) -> None:
     import torch  # noqa: F401  # imported before the first figure: memory of the ranker alone
 
@@ -64,7 +73,7 @@ async def view_times(ranker_name: Path, repeats: int, float32: bool) -> None:
     load_s = time.perf_counter() - started
     assert ranker._local is not None
     dtype = next(ranker._local.model.parameters()).dtype
-    loaded = max_rss_gb()
+    loaded, own = max_rss_gb(), own_memory_gb()
     view = SENTENCES[:MAX_QUOTE_CHOICES]
     cold, cached = [], []
     try:
@@ -82,7 +91,7 @@ async def view_times(ranker_name: Path, repeats: int, float32: bool) -> None:
     print(f"ranker {ranker.name} in {str(dtype).removeprefix('torch.')}: loaded in {load_s:.1f} s")
     print(
         f"memory (max RSS): {baseline:.2f} GB with torch, {loaded:.2f} GB with the ranker "
-        f"loaded, {max_rss_gb():.2f} GB after scoring"
+        f"loaded, {max_rss_gb():.2f} GB after scoring; its own pages {own:.2f} GB loaded"
     )
     print(
         f"one view of {len(view)} sentences: {1000 * statistics.median(cold):.0f} ms "

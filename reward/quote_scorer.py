@@ -9,7 +9,7 @@ rank too). An episode meets the same sentences again (a page seen twice, scrolle
 back, best-of-n's episodes on one question), so scores are kept by text, a bounded number.
 
 In this process it scores in bf16 on a CPU that computes bf16 itself (as vLLM serves it
-there, infra.hardware): 45% less time than float32 for 0.26 GB more memory, and on the 223
+there, infra.hardware): half float32's time for 0.26 GB more memory, and on the 223
 dev and manuals factoids' own pages the same pick of 24 sentences every time
 (docs/benchmarks.md, "The quote ranker"); elsewhere in float32. Its scores move by up to
 about 0.2, which a margin recorded for declines by evidence reads as it is.
