@@ -57,7 +57,7 @@ class QuoteScorer:
             from webgpt.reward import scorer
 
             if bf16 is None:
-                on_cpu = device == "cpu" or (device is None and not torch.cuda.is_available())
+                on_cpu = scorer.scoring_device(device).type == "cpu"
                 bf16 = on_cpu and cpu_has_native_bf16()
             self._local = scorer.RewardScorer(
                 folder,

@@ -18,6 +18,11 @@ from webgpt.reward.manifest import load_reward_manifest
 from webgpt.reward.model import RewardModel, token_ids
 
 
+def scoring_device(device: str | None) -> torch.device:
+    """The device named, else the first GPU if there is one, else the CPU."""
+    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
 class RewardScorer:
     """Loads a reward checkpoint once; `score` runs batched forward passes in a thread."""
 
@@ -37,7 +42,7 @@ class RewardScorer:
         self.max_length = max_length
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = scoring_device(device)
         self.model = RewardModel.load(folder, dtype).eval().to(self.device, dtype)
         # Its own single thread, not the default pool that DNS lookups, offline search and
         # the feedback store share: a long forward pass never queues them, and one thread

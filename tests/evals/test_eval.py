@@ -13,13 +13,14 @@ from tests.conftest import LEARNING_ARTICLES
 from tests.learning.test_record import webgpt
 from tests.servers import serve
 from webgpt.agent.episode import EpisodeConfig
+from webgpt.agent.errors import DataError
 from webgpt.agent.followups import Turn
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
 from webgpt.evals.evaluate import PolicyReport, evaluate_policy, format_table
-from webgpt.evals.questions import Question, questions_digest
+from webgpt.evals.questions import Question, load_questions, questions_digest
 
 QUESTIONS = [
     Question(question="Who painted the Mona Lisa?", gold_answers=["Leonardo da Vinci"]),
@@ -120,6 +121,23 @@ async def test_a_follow_up_is_browsed_made_standalone_or_as_typed(learning_web: 
         asked[follow_ups] = outcome.asked
         assert f"♦Question\n{outcome.asked or outcome.question}\n" in script.requests[0]["prompt"]
     assert asked == {True: "When was Ada Lovelace born?", False: None}
+
+
+def test_a_broken_conversation_is_refused_with_its_line(tmp_path: Path) -> None:
+    """A history that is not a list of user and assistant messages stops the load at the
+    line that holds it, and the file is left as it was."""
+    good = {"question": "When was she born?", "gold_answers": ["1815"], "split": "dev"}
+    for history in (
+        [{"role": "bot", "content": "Ada Lovelace [1]."}],  # no such role
+        [{"role": "user"}],  # no content
+        "Who was Ada Lovelace?",  # not a list of messages
+    ):
+        path = tmp_path / "follow-ups.jsonl"
+        text = json.dumps(good) + "\n" + json.dumps({**good, "history": history}) + "\n"
+        path.write_text(text)
+        with pytest.raises(DataError, match=f"{path}:2: not a question"):
+            load_questions(path)
+        assert path.read_text() == text
 
 
 def test_a_follow_up_s_conversation_is_part_of_the_questions_digest() -> None:
