@@ -305,7 +305,11 @@ async def run_episode(
         if config.guided and config.quote_ranker is not None and limit is not None:
             clock = time.perf_counter()
             ranked = await ranked_quotes(
-                config.quote_ranker, question, session.page.title, quotes_to_offer(session), limit
+                config.quote_ranker,
+                question,
+                session.page.title,
+                quotes_to_offer(session, named_entry=True),
+                limit,
             )
             result.timings.scoring_s += time.perf_counter() - clock
         grammar = (

@@ -46,11 +46,38 @@ def _alternatives(items: list[str]) -> str:
     return "(" + "|".join(items) + ")"
 
 
-def quote_choices(session: BrowserSession) -> list[str]:
-    """Quotable spans in view: its sentences of some length, cut at a word boundary."""
+def quote_choices(session: BrowserSession, *, named_entry: bool = False) -> list[str]:
+    """Quotable spans in view: its sentences of some length, cut at a word boundary; with
+    named_entry, those of the entry alone where the view opens at one the question names
+    (_named_entry)."""
     if session.page.kind in _UNQUOTABLE:
         return []
-    return quotable_sentences(session.window_text())[:MAX_QUOTE_CHOICES]
+    lines = session.window_text()
+    entry = _named_entry(session.question, lines) if named_entry else None
+    sentences = quotable_sentences(entry) if entry else []
+    return (sentences or quotable_sentences(lines))[:MAX_QUOTE_CHOICES]
+
+
+def _named_entry(question: str, lines: list[str]) -> list[str] | None:
+    """Where the lines open with the signature of a callable the question names (a Find
+    brought it to the top of the view: _find_text), that entry's lines: the signature and
+    its description, up to the next line indented no deeper than the signature (the next
+    entry). The view's other sentences describe other entries, and a sentence there does
+    not say which callable it describes."""
+    top = next(iter(lines), "")
+    if not any(opens_signature(top, name) for name in named_callables(question)):
+        return None
+    depth = _indent(top)
+    entry = [top]
+    for line in lines[1:]:
+        if line.strip() and _indent(line) <= depth:
+            break
+        entry.append(line)
+    return entry
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def quotable_sentences(lines: list[str]) -> list[str]:
@@ -75,12 +102,15 @@ def quotable(sentence: str) -> str | None:
     return head[: ends[-1]] if ends else head.rsplit(" ", 1)[0]
 
 
-def quotes_to_offer(session: BrowserSession, *, whole_page: bool = False) -> list[str]:
-    """The sentences in view (with whole_page, anywhere on the page) a Quote may take:
-    those not quoted already, whole or cut short (a Quote cut at the command's token budget
-    holds the sentence's opening, and the browser refuses the same cut again)."""
+def quotes_to_offer(
+    session: BrowserSession, *, whole_page: bool = False, named_entry: bool = False
+) -> list[str]:
+    """The sentences in view (with whole_page, anywhere on the page; with named_entry, as
+    quote_choices) a Quote may take: those not quoted already, whole or cut short (a Quote
+    cut at the command's token budget holds the sentence's opening, and the browser
+    refuses the same cut again)."""
     if not whole_page:
-        choices = quote_choices(session)
+        choices = quote_choices(session, named_entry=named_entry)
     elif session.page.kind in _UNQUOTABLE:
         choices = []
     else:
@@ -99,7 +129,7 @@ def _paragraphs(lines: list[str]) -> list[str]:
     for line in lines:
         stripped = line.strip()
         starts_block = stripped.startswith(("#", "* ", "- ", "> "))
-        previous, indent = indent, len(line) - len(line.lstrip())
+        previous, indent = indent, _indent(line)
         if stripped and paragraphs[-1] and not previous <= indent < previous + 4:
             paragraphs.append([])
         if not stripped or starts_block:
@@ -131,10 +161,11 @@ def browsing_grammar(
     agent.quote_ranking) only those are offered. A page that writes a callable the question
     names before its arguments takes a Find of that only, until its signature tops the
     view, so that the Find lands on its entry rather than on an example that calls a method
-    of the same name on another class (_find_text). With question_search, the episode's
+    of the same name on another class (_find_text); then a Quote takes a sentence of that
+    entry (_named_entry). With question_search, the episode's
     first Search is the question's own words (agent.queries.question_query) rather than a
     guessed page title."""
-    quotes = quotes_to_offer(session)
+    quotes = quotes_to_offer(session, named_entry=True)
     narrowed: list[str] = []
     if ranked is not None:
         offered = len(quotes)

@@ -2,6 +2,7 @@
 entries"): the renderer writes a Sphinx signature with its qualified name (browser.render), a
 Find of a callable the question names lands on its entry (agent.grammar) and stops there once
 its signature, Sphinx's annotations and all, tops the view (agent.queries.opens_signature),
+where a Quote takes a sentence of that entry, not of the next one in view (agent.grammar),
 and an answer that stops short of its quote's sentence is completed from the quote
 (agent.answer_rules)."""
 
@@ -14,7 +15,7 @@ import pytest
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import collect_into
 from webgpt.agent.episode import EpisodeConfig, run_episode
-from webgpt.agent.grammar import browsing_regex
+from webgpt.agent.grammar import browsing_regex, quotes_to_offer
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.queries import named_callables, opens_signature
 from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
@@ -65,6 +66,21 @@ module.</p>
 </dd></dl>
 </div></body></html>"""
 QUESTION = "What is the asyncio.Condition.acquire method for?"
+# A made-up module whose class documents two methods one after the other, so that a view
+# opening at the first entry shows the second too.
+SHELF_PAGE = f"""<html><head><title>shelf — boxes on shelves</title></head><body>
+<div role="main"><h1>shelf — boxes on shelves</h1>
+<dl class="py class"><dt class="sig sig-object py" id="shelf.Shelf">\
+<em class="property"><span class="pre">class</span> </em>\
+<span class="sig-prename descclassname"><span class="pre">shelf.</span></span>\
+<span class="sig-name descname"><span class="pre">Shelf</span></span>\
+<span class="sig-paren">(</span><span class="sig-paren">)</span></dt>
+<dd><p>A shelf that holds boxes.</p>
+{_method("shelf.Shelf.stack", "coroutine", "Put a box on the top of it. A full shelf refuses.")}
+{_method("shelf.Shelf.go", "", "")}
+{_method("shelf.Shelf.count", "coroutine", "Return how many boxes the shelf holds.")}
+</dd></dl>
+</div></body></html>"""
 
 
 @pytest.fixture
@@ -72,6 +88,7 @@ async def docs_web(tmp_path: Path) -> AsyncIterator[Web]:
     pages = tmp_path / "pages"
     pages.mkdir()
     (pages / "asyncio-sync.html").write_text(SYNC_PAGE, encoding="utf-8")
+    (pages / "shelf.html").write_text(SHELF_PAGE, encoding="utf-8")
     store = tmp_path / "web.sqlite"
     build_corpus(store, [("docs", folder_pages(pages, "https://docs.example/library", "docs"))])
     opened = Web(WebOptions(offline_store=store, offline_only=True, js_mode="never"))
@@ -79,10 +96,12 @@ async def docs_web(tmp_path: Path) -> AsyncIterator[Web]:
     await opened.aclose()
 
 
-async def _opened(web: Web, question: str) -> BrowserSession:
+async def _opened(
+    web: Web, question: str, search: str = "Search asyncio Condition acquire"
+) -> BrowserSession:
     session = web.session(config=SessionConfig(max_actions=12))
     session.reset(question)
-    for command in ("Search asyncio Condition acquire", "Clicked on link 0"):
+    for command in (search, "Clicked on link 0"):
         await session.step(command)
     return session
 
@@ -115,6 +134,34 @@ async def test_a_find_of_a_named_callable_lands_on_its_entry_and_is_not_repeated
     # a question naming no callable the page writes may Find any text
     other = await _opened(docs_web, "What does a Condition object do?")
     assert re.fullmatch(browsing_regex(other), "Find in page: acquire(")
+
+
+async def test_a_view_opening_at_the_named_entry_offers_its_sentences_alone(
+    docs_web: Web,
+) -> None:
+    """The next entry in view describes another callable, and its sentence does not say
+    which: a Quote takes the named entry's sentences, where the entry offers one."""
+    question = "What does shelf.Shelf.stack() do?"
+    session = await _opened(docs_web, question, "Search shelf stack boxes")
+    await session.step("Find in page: shelf.Shelf.stack(")
+    assert "Return how many boxes the shelf holds." in "\n".join(session.window_text())
+    grammar = browsing_regex(session)
+    assert re.fullmatch(grammar, "Quote: Put a box on the top of it.")
+    assert re.fullmatch(grammar, "Quote: A full shelf refuses.")
+    assert not re.fullmatch(grammar, "Quote: Return how many boxes the shelf holds.")
+    # the quote ranker is handed the same choices
+    assert quotes_to_offer(session, named_entry=True) == [
+        "coroutine shelf.Shelf.stack()",
+        "Put a box on the top of it.",
+        "A full shelf refuses.",
+    ]
+    # a question naming no callable, or an entry with no sentence to quote: the view's
+    unnamed = await _opened(docs_web, "What can a shelf hold?", "Search shelf stack boxes")
+    assert re.fullmatch(browsing_regex(unnamed), "Quote: Return how many boxes the shelf holds.")
+    bare = await _opened(docs_web, "What does shelf.Shelf.go() do?", "Search shelf stack boxes")
+    await bare.step("Find in page: shelf.Shelf.go(")
+    assert quotes_to_offer(bare, named_entry=True) == quotes_to_offer(bare)
+    assert "Return how many boxes the shelf holds." in quotes_to_offer(bare)
 
 
 async def test_a_docs_answer_is_served_as_the_policy_wrote_it(
