@@ -31,6 +31,8 @@ _WORD = re.compile(r"\w+")
 MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
+MAX_TERM_CHARS = 160  # a definition's term longer than this is prose, not a name
+_SENTENCE_ENDINGS = (".", ":", "!", "?", ";", ",")
 MAX_LINK_CHOICES = 300
 # An answer's text: anything but a citation's brackets, the answer's stop and a line break.
 ANSWER_TEXT = "[^\\[\\]■\\n]"
@@ -48,32 +50,26 @@ def _alternatives(items: list[str]) -> str:
 
 def quote_choices(session: BrowserSession, *, named_entry: bool = False) -> list[str]:
     """Quotable spans in view: its sentences of some length, cut at a word boundary; with
-    named_entry, those of the entry alone where the view opens at one the question names
-    (_named_entry)."""
+    named_entry, where the view opens at an entry the question names, that entry's
+    description alone (_named_entry)."""
     if session.page.kind in _UNQUOTABLE:
         return []
     lines = session.window_text()
-    entry = _named_entry(session.question, lines) if named_entry else None
-    sentences = quotable_sentences(entry) if entry else []
-    return (sentences or quotable_sentences(lines))[:MAX_QUOTE_CHOICES]
+    entry = _named_entry(session.question, lines) if named_entry else []
+    return (entry or quotable_sentences(lines))[:MAX_QUOTE_CHOICES]
 
 
-def _named_entry(question: str, lines: list[str]) -> list[str] | None:
+def _named_entry(question: str, lines: list[str]) -> list[str]:
     """Where the lines open with the signature of a callable the question names (a Find
-    brought it to the top of the view: _find_text), that entry's lines: the signature and
-    its description, up to the next line indented no deeper than the signature (the next
-    entry). The view's other sentences describe other entries, and a sentence there does
-    not say which callable it describes."""
+    brought it to the top of the view: _find_text), the quotable sentences of its
+    description in view (definition_terms). The view's other sentences describe other
+    entries, and a sentence there does not say which callable it describes; the signature
+    itself says nothing of what the callable does."""
     top = next(iter(lines), "")
     if not any(opens_signature(top, name) for name in named_callables(question)):
-        return None
-    depth = _indent(top)
-    entry = [top]
-    for line in lines[1:]:
-        if line.strip() and _indent(line) <= depth:
-            break
-        entry.append(line)
-    return entry
+        return []
+    signature = _paragraphs(lines)[0].text
+    return [s for s, term in definition_terms(lines).items() if term == signature]
 
 
 def _indent(line: str) -> int:
@@ -82,7 +78,7 @@ def _indent(line: str) -> int:
 
 def quotable_sentences(lines: list[str]) -> list[str]:
     """The quotable sentences of rendered lines, in order, each once."""
-    sentences = (s for p in _paragraphs(lines) for s in _SENTENCE_END.split(p))
+    sentences = (s for p in _paragraphs(lines) for s in _SENTENCE_END.split(p.text))
     return list(dict.fromkeys(filter(None, map(quotable, sentences))))
 
 
@@ -119,26 +115,77 @@ def quotes_to_offer(
     return [c for c in choices if not any(c.startswith(h) for h in held)]
 
 
-def _paragraphs(lines: list[str]) -> list[str]:
+class _Paragraph(NamedTuple):
+    text: str
+    indent: int  # its first line's
+
+
+def _paragraphs(lines: list[str]) -> list[_Paragraph]:
     """Join wrapped lines back into paragraphs; headings and list items stand alone, and so
     does a line indented less than the one before it or a level (4 columns) more: a
     definition's term and its description below it (browser.layout), where a wrapped
     table row or code line goes on 2 columns in."""
-    paragraphs: list[list[str]] = [[]]
-    indent = 0
+    paragraphs: list[_Paragraph] = []
+    joined: list[str] = []
+    indent = first_indent = 0
+
+    def close() -> None:
+        if joined:
+            paragraphs.append(_Paragraph(" ".join(joined), first_indent))
+            joined.clear()
+
     for line in lines:
         stripped = line.strip()
         starts_block = stripped.startswith(("#", "* ", "- ", "> "))
         previous, indent = indent, _indent(line)
-        if stripped and paragraphs[-1] and not previous <= indent < previous + 4:
-            paragraphs.append([])
-        if not stripped or starts_block:
-            paragraphs.append([])
+        if not stripped or starts_block or not previous <= indent < previous + 4:
+            close()
         if stripped:
-            paragraphs[-1].append(stripped.lstrip("#*-> ").strip() if starts_block else stripped)
+            first_indent = first_indent if joined else indent
+            joined.append(stripped.lstrip("#*-> ").strip() if starts_block else stripped)
         if starts_block:
-            paragraphs.append([])
-    return [" ".join(p) for p in paragraphs if p]
+            close()
+    close()
+    return paragraphs
+
+
+def definition_terms(lines: list[str]) -> dict[str, str]:
+    """Each quotable sentence of a definition's description (an API entry, a manual's
+    option or setting: a term with its description indented a level below it,
+    browser.layout), mapped to its term: the quote ranker reads the sentence after it, as a
+    sentence such as "The default value is 5000." does not say whose default it states.
+    Sentences of no definition are left out."""
+    paragraphs = _paragraphs(lines)
+    terms: dict[str, str] = {}
+    for index, paragraph in enumerate(paragraphs):
+        term = _term_of(paragraph, paragraphs[:index], paragraphs[1 : index + 1])
+        for sentence in _SENTENCE_END.split(paragraph.text) if term else []:
+            if (quoted := quotable(sentence)) is not None:
+                terms.setdefault(quoted, term)
+    return terms
+
+
+def _term_of(
+    paragraph: _Paragraph, before: list[_Paragraph], after_each: list[_Paragraph]
+) -> str | None:
+    """The term of the definition the paragraph describes: the nearest paragraph above it,
+    indented less, that names something (short, ending no sentence or clause) and has a
+    paragraph a level (4 columns) deeper right below it. One indented less that is no term
+    (a "Parameters:" heading) is passed over for the one above it; a wrapped list item,
+    which goes on 2 columns in, is no definition."""
+    depth = paragraph.indent
+    for above, below in zip(reversed(before), reversed(after_each), strict=True):
+        if depth == 0:
+            return None
+        if above.indent < depth:
+            if (
+                below.indent == above.indent + 4
+                and len(above.text) <= MAX_TERM_CHARS
+                and not above.text.endswith(_SENTENCE_ENDINGS)
+            ):
+                return above.text
+            depth = above.indent
+    return None
 
 
 def browsing_grammar(

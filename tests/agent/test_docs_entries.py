@@ -15,7 +15,7 @@ import pytest
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import collect_into
 from webgpt.agent.episode import EpisodeConfig, run_episode
-from webgpt.agent.grammar import browsing_regex, quotes_to_offer
+from webgpt.agent.grammar import _named_entry, browsing_regex, definition_terms, quotes_to_offer
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.queries import named_callables, opens_signature
 from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
@@ -77,7 +77,7 @@ SHELF_PAGE = f"""<html><head><title>shelf — boxes on shelves</title></head><bo
 <span class="sig-paren">(</span><span class="sig-paren">)</span></dt>
 <dd><p>A shelf that holds boxes.</p>
 {_method("shelf.Shelf.stack", "coroutine", "Put a box on the top of it. A full shelf refuses.")}
-{_method("shelf.Shelf.go", "", "")}
+{_method("shelf.Shelf.go", "", "Go.")}
 {_method("shelf.Shelf.count", "coroutine", "Return how many boxes the shelf holds.")}
 </dd></dl>
 </div></body></html>"""
@@ -140,7 +140,7 @@ async def test_a_view_opening_at_the_named_entry_offers_its_sentences_alone(
     docs_web: Web,
 ) -> None:
     """The next entry in view describes another callable, and its sentence does not say
-    which: a Quote takes the named entry's sentences, where the entry offers one."""
+    which: a Quote takes the named entry's description, where it has one."""
     question = "What does shelf.Shelf.stack() do?"
     session = await _opened(docs_web, question, "Search shelf stack boxes")
     await session.step("Find in page: shelf.Shelf.stack(")
@@ -148,10 +148,10 @@ async def test_a_view_opening_at_the_named_entry_offers_its_sentences_alone(
     grammar = browsing_regex(session)
     assert re.fullmatch(grammar, "Quote: Put a box on the top of it.")
     assert re.fullmatch(grammar, "Quote: A full shelf refuses.")
+    assert not re.fullmatch(grammar, "Quote: coroutine shelf.Shelf.stack()")
     assert not re.fullmatch(grammar, "Quote: Return how many boxes the shelf holds.")
     # the quote ranker is handed the same choices
     assert quotes_to_offer(session, named_entry=True) == [
-        "coroutine shelf.Shelf.stack()",
         "Put a box on the top of it.",
         "A full shelf refuses.",
     ]
@@ -203,3 +203,34 @@ def test_the_callables_a_question_names() -> None:
     assert named_callables("What does the pdb.runeval function do?") == ["pdb.runeval"]
     assert named_callables("json.dumps() or json.dumps?") == ["json.dumps"]
     assert named_callables("Why is the sky blue?") == []
+
+
+def test_a_wrapped_signature_is_the_one_term_of_its_description() -> None:
+    """A long signature wraps onto a second line as deep as its first; its description is
+    still its own, and a view opening at it offers that description, not the signature."""
+    lines = [
+        "shelf.pack(box, *, tight=False, label=None, colour=None, side=None,",
+        "width=None, **kw)",
+        "    Pack the box onto the shelf as it stands. The label faces out.",
+        "",
+        "    Parameters:",
+        "          * box (Box) – The box to put on the shelf.",
+        "",
+        "shelf.unpack(box)",
+        "    Take the box off the shelf again.",
+    ]
+    signature = (
+        "shelf.pack(box, *, tight=False, label=None, colour=None, side=None, width=None, **kw)"
+    )
+    assert definition_terms(lines) == {
+        "Pack the box onto the shelf as it stands.": signature,
+        "The label faces out.": signature,
+        "box (Box) – The box to put on the shelf.": signature,
+        "Take the box off the shelf again.": "shelf.unpack(box)",
+    }
+    assert _named_entry("What does shelf.pack() do?", lines) == [
+        "Pack the box onto the shelf as it stands.",
+        "The label faces out.",
+        "box (Box) – The box to put on the shelf.",
+    ]
+    assert _named_entry("What does shelf.unpack() do?", lines) == []  # not at the top
