@@ -159,7 +159,9 @@ def definition_terms(lines: list[str]) -> dict[str, str]:
     terms: dict[str, str] = {}
     for index, paragraph in enumerate(paragraphs):
         term = _term_of(paragraph, paragraphs[:index], paragraphs[1 : index + 1])
-        for sentence in _SENTENCE_END.split(paragraph.text) if term else []:
+        if term is None:
+            continue
+        for sentence in _SENTENCE_END.split(paragraph.text):
             if (quoted := quotable(sentence)) is not None:
                 terms.setdefault(quoted, term)
     return terms
