@@ -32,7 +32,7 @@ MAX_QUOTE_CHOICES = 12
 MAX_QUOTE_CHARS = 300
 MIN_QUOTE_CHARS = 20
 MAX_TERM_CHARS = 160  # a definition's term longer than this is prose, not a name
-_SENTENCE_ENDINGS = (".", ":", "!", "?", ";", ",")
+_PROSE_ENDINGS = (".", ":", "!", "?", ";", ",")  # a term ends no sentence or clause
 MAX_LINK_CHOICES = 300
 # An answer's text: anything but a citation's brackets, the answer's stop and a line break.
 ANSWER_TEXT = "[^\\[\\]■\\n]"
@@ -152,13 +152,13 @@ def _paragraphs(lines: list[str]) -> list[_Paragraph]:
 def definition_terms(lines: list[str]) -> dict[str, str]:
     """Each quotable sentence of a definition's description (an API entry, a manual's
     option or setting: a term with its description indented a level below it,
-    browser.layout), mapped to its term: the quote ranker reads the sentence after it, as a
-    sentence such as "The default value is 5000." does not say whose default it states.
-    Sentences of no definition are left out."""
+    browser.layout), mapped to its term; sentences of no definition are left out. A
+    description's sentences do not say which term they describe ("The default value is
+    5000."): _named_entry finds an entry's sentences so."""
     paragraphs = _paragraphs(lines)
     terms: dict[str, str] = {}
     for index, paragraph in enumerate(paragraphs):
-        term = _term_of(paragraph, paragraphs[:index], paragraphs[1 : index + 1])
+        term = _term_of(paragraphs, index)
         if term is None:
             continue
         for sentence in _SENTENCE_END.split(paragraph.text):
@@ -167,23 +167,22 @@ def definition_terms(lines: list[str]) -> dict[str, str]:
     return terms
 
 
-def _term_of(
-    paragraph: _Paragraph, before: list[_Paragraph], after_each: list[_Paragraph]
-) -> str | None:
-    """The term of the definition the paragraph describes: the nearest paragraph above it,
-    indented less, that names something (short, ending no sentence or clause) and has a
-    paragraph a level (4 columns) deeper right below it. One indented less that is no term
-    (a "Parameters:" heading) is passed over for the one above it; a wrapped list item,
-    which goes on 2 columns in, is no definition."""
-    depth = paragraph.indent
-    for above, below in zip(reversed(before), reversed(after_each), strict=True):
+def _term_of(paragraphs: list[_Paragraph], index: int) -> str | None:
+    """The term of the definition paragraphs[index] describes: the nearest paragraph above
+    it, indented less, that names something (short, ending no sentence or clause) and has
+    a paragraph a level (4 columns) deeper right below it. One indented less that is no
+    term (a "Parameters:" heading) is passed over for the one above it; a wrapped list
+    item, which goes on 2 columns in, is no definition."""
+    depth = paragraphs[index].indent
+    for at in range(index - 1, -1, -1):
         if depth == 0:
             return None
+        above = paragraphs[at]
         if above.indent < depth:
             if (
-                below.indent == above.indent + 4
+                paragraphs[at + 1].indent == above.indent + 4
                 and len(above.text) <= MAX_TERM_CHARS
-                and not above.text.endswith(_SENTENCE_ENDINGS)
+                and not above.text.endswith(_PROSE_ENDINGS)
             ):
                 return above.text
             depth = above.indent
