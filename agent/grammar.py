@@ -68,8 +68,9 @@ def _named_entry(question: str, lines: list[str]) -> list[str]:
     top = next(iter(lines), "")
     if not any(opens_signature(top, name) for name in named_callables(question)):
         return []
-    signature = _paragraphs(lines)[0].text
-    return [s for s, term in definition_terms(lines).items() if term == signature]
+    paragraphs = _paragraphs(lines)
+    signature = paragraphs[0].text
+    return [s for s, term in _described_terms(paragraphs).items() if term == signature]
 
 
 def _indent(line: str) -> int:
@@ -153,9 +154,12 @@ def definition_terms(lines: list[str]) -> dict[str, str]:
     """Each quotable sentence of a definition's description (an API entry, a manual's
     option or setting: a term with its description indented a level below it,
     browser.layout), mapped to its term; sentences of no definition are left out. A
-    description's sentences do not say which term they describe ("The default value is
-    5000."): _named_entry finds an entry's sentences so."""
-    paragraphs = _paragraphs(lines)
+    description's sentences do not say which term they describe ("The default is 3."):
+    _named_entry finds an entry's sentences so."""
+    return _described_terms(_paragraphs(lines))
+
+
+def _described_terms(paragraphs: list[_Paragraph]) -> dict[str, str]:
     terms: dict[str, str] = {}
     for index, paragraph in enumerate(paragraphs):
         term = _term_of(paragraphs, index)
