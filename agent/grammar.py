@@ -26,6 +26,10 @@ from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A heading's or list item's mark as the renderer writes it (browser.layout): only the mark
+# leaves the text, so an option ("- --all"), a number ("* -0.0") or a code line
+# ("#include", which stands alone as a heading does) keeps its own signs.
+_BLOCK_MARK = re.compile(r"(?:#+|[*>-]) ")
 _CLAUSE_END = re.compile(r"[,;:] | [—–] ")  # where a long sentence's quote may end
 _WORD = re.compile(r"\w+")
 MAX_QUOTE_CHOICES = 12
@@ -143,7 +147,8 @@ def _paragraphs(lines: list[str]) -> list[_Paragraph]:
             close()
         if stripped:
             first_indent = first_indent if joined else indent
-            joined.append(stripped.lstrip("#*-> ").strip() if starts_block else stripped)
+            mark = _BLOCK_MARK.match(stripped)
+            joined.append(stripped[mark.end() :].strip() if mark else stripped)
         if starts_block:
             close()
     close()

@@ -228,6 +228,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     quotes.add_argument("--negatives", type=int, default=3, help="rows a question, at most")
     quotes.add_argument(
+        "--page-negatives",
+        type=int,
+        default=0,
+        help="more rows a question, at most, against sentences far from its evidence that a "
+        "Quote at the page's opening view has the ranker read (on long pages, what the "
+        "answer must beat)",
+    )
+    quotes.add_argument(
         "--declines",
         action="store_true",
         help="also the decline against sentences that answer and sentences that do not, "
@@ -576,7 +584,15 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
         manual = pick_manual_factoids(unpicked, args.manual_questions, args.seed)
         questions += manual
         pages = ServedSentences(store)
-        rows = list(quote_rows(questions, pages, negatives=args.negatives, seed=args.seed))
+        rows = list(
+            quote_rows(
+                questions,
+                pages,
+                negatives=args.negatives,
+                page_negatives=args.page_negatives,
+                seed=args.seed,
+            )
+        )
         if args.declines:
             pick = ranker.best if ranker is not None else first_sentence
             rows += evidence_rows(questions, pages, store, pick=pick, seed=args.seed)

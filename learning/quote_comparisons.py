@@ -30,6 +30,7 @@ from typing import Any
 
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import MAX_QUOTE_CHOICES, quotable, quotable_sentences
+from webgpt.agent.quote_ranking import page_candidates
 from webgpt.browser.offline import OfflineWeb
 from webgpt.browser.render import RenderOptions, render_html
 from webgpt.evals.questions import Question, contains_gold, split_of
@@ -72,11 +73,20 @@ class ServedSentences:
 
 
 def quote_rows(
-    questions: Iterable[Question], pages: ServedSentences, *, negatives: int = 3, seed: int = 0
+    questions: Iterable[Question],
+    pages: ServedSentences,
+    *,
+    negatives: int = 3,
+    page_negatives: int = 0,
+    seed: int = 0,
 ) -> Iterator[dict[str, Any]]:
     """Up to `negatives` rows a factoid, each against a sentence near its evidence drawn at
-    random; which side is `a` is drawn too, so neither position means anything. A question
-    whose evidence is not a sentence of its page as served makes no row."""
+    random, and up to `page_negatives` more against sentences anywhere on its page among
+    those a Quote at the page's opening view has the ranker read (the sentences holding
+    the question's words most, quote_ranking.page_candidates): on a long page those are
+    the ones the answer must beat, and most lie far from it. Which side is `a` is drawn
+    too, so neither position means anything. A question whose evidence is not a sentence
+    of its page as served makes no row."""
     rng = random.Random(seed)
     for question in questions:
         if question.kind != "factoid" or not question.gold_answers or not question.url:
@@ -90,6 +100,14 @@ def quote_rows(
         others = [s for s in near if s != answering and not contains_gold(s, question.gold_answers)]
         for other in rng.sample(others, min(negatives, len(others))):
             yield _row(question.question, question.url, title, answering, other, rng)
+        if page_negatives:
+            far = [
+                s
+                for s in page_candidates(question.question, sentences)
+                if s not in near and not contains_gold(s, question.gold_answers)
+            ]
+            for other in rng.sample(far, min(page_negatives, len(far))):
+                yield _row(question.question, question.url, title, answering, other, rng)
 
 
 def evidence_rows(

@@ -34,6 +34,14 @@ class RewardTrainConfig:
             "`webgpt model prepare` merges a shipped one onto its backbone"
         },
     )
+    init_adapter: Path | None = field(
+        default=None,
+        metadata={
+            "help": "with --lora-rank: continue this adapter (a folder --adapter-out wrote, "
+            "its LoRA and head, on --backbone) rather than start a new one; the result is "
+            "again one adapter on --backbone, shipped as the first was"
+        },
+    )
     seed: int = field(default=0, metadata={"help": "shuffling and split seed"})
     held_out: Path | None = field(
         default=None,
@@ -56,3 +64,7 @@ class RewardTrainConfig:
             if self.lora_rank < 1:
                 raise ValueError("--adapter-out needs --lora-rank: full fine-tuning has no adapter")
             self.adapter_out = Path(self.adapter_out).expanduser()
+        if self.init_adapter is not None:
+            if self.lora_rank < 1:
+                raise ValueError("--init-adapter needs --lora-rank: it continues a LoRA adapter")
+            self.init_adapter = Path(self.init_adapter).expanduser()

@@ -47,13 +47,14 @@ class RewardModel(nn.Module):
         return cls(AutoModel.from_pretrained(path, dtype=torch.float32))
 
     @classmethod
-    def from_adapter(cls, backbone: Path, adapter: Path) -> "RewardModel":
-        """The model `save_adapter` saved: its LoRA adapter on backbone, and its head."""
+    def from_adapter(cls, backbone: Path, adapter: Path, trainable: bool = False) -> "RewardModel":
+        """The model `save_adapter` saved: its LoRA adapter on backbone, and its head;
+        trainable, to train further (the adapter's own rank and modules)."""
         from peft import PeftModel
         from safetensors.torch import load_file
 
         model = cls.from_backbone(backbone)
-        model.backbone = PeftModel.from_pretrained(model.backbone, adapter)
+        model.backbone = PeftModel.from_pretrained(model.backbone, adapter, is_trainable=trainable)
         head = load_file(adapter / HEAD_FILE)
         model.head.weight.data.copy_(head["score.weight"].to(torch.float32))
         return model

@@ -23,7 +23,7 @@ import torch
 
 from webgpt.browser.observation import OBSERVATION_FORMAT_VERSION
 from webgpt.infra.checkpoints import load_manifest, publish, staging_folder
-from webgpt.infra.errors import CheckpointError
+from webgpt.infra.errors import CheckpointError, IncompatibleCheckpoint
 from webgpt.reward.config import RewardTrainConfig
 from webgpt.reward.data import QuestionGroup, group_by_question, iter_batches, load_comparisons
 from webgpt.reward.errors import DataError
@@ -142,8 +142,12 @@ def train_reward_model(config: RewardTrainConfig, log: Any = print) -> TrainResu
     torch.manual_seed(config.seed)
     accelerator = Accelerator()
     tokenizer = AutoTokenizer.from_pretrained(config.backbone)
-    model = RewardModel.from_backbone(config.backbone)
-    if config.lora_rank > 0:
+    if config.init_adapter is not None:
+        _check_adapter(config.init_adapter, config.lora_rank, backbone_name(config.backbone))
+        model = RewardModel.from_adapter(config.backbone, config.init_adapter, trainable=True)
+    else:
+        model = RewardModel.from_backbone(config.backbone)
+    if config.lora_rank > 0 and config.init_adapter is None:
         from peft import LoraConfig, get_peft_model
 
         model.backbone = get_peft_model(
@@ -250,6 +254,26 @@ def _publish(
         observation_format_version=OBSERVATION_FORMAT_VERSION,
         metrics=metrics,
     )
+
+
+def _check_adapter(adapter: Path, rank: int, backbone: str) -> None:
+    """Refuses an adapter to continue that is not one, whose LoRA rank is not --lora-rank
+    (the manifest would record a rank it does not have), or whose manifest names another
+    backbone than --backbone (its deltas were learned on other weights)."""
+    try:
+        adapter_config = json.loads((adapter / "adapter_config.json").read_text())
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{adapter} is not a LoRA adapter to continue: {error}") from error
+    if adapter_config.get("r") != rank:
+        raise IncompatibleCheckpoint(
+            f"{adapter} has LoRA rank {adapter_config.get('r')}; --lora-rank is {rank}"
+        )
+    try:
+        trained_on = load_manifest(adapter).base_model
+    except CheckpointError:
+        return  # an adapter published by hand: nothing says what it was trained on
+    if trained_on != backbone:
+        raise IncompatibleCheckpoint(f"{adapter} was trained on {trained_on}, not {backbone}")
 
 
 def backbone_name(backbone: Path) -> str:

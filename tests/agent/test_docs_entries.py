@@ -15,7 +15,13 @@ import pytest
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import collect_into
 from webgpt.agent.episode import EpisodeConfig, run_episode
-from webgpt.agent.grammar import _named_entry, browsing_regex, definition_terms, quotes_to_offer
+from webgpt.agent.grammar import (
+    _named_entry,
+    browsing_regex,
+    definition_terms,
+    quotable_sentences,
+    quotes_to_offer,
+)
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.queries import named_callables, opens_signature
 from webgpt.agent.trace import AnswerDeltaEvent, TraceEvent
@@ -234,3 +240,21 @@ def test_a_wrapped_signature_is_the_one_term_of_its_description() -> None:
         "box (Box) – The box to put on the shelf.",
     ]
     assert _named_entry("What does shelf.unpack() do?", lines) == []  # not at the top
+
+
+def test_a_list_item_or_heading_loses_its_mark_and_nothing_more() -> None:
+    """An option's or a number's own dashes, and a code line's "#", stay in its quote."""
+    lines = [
+        "### Packing options",
+        "",
+        "  * -0.5 and +0.5 round to the same shelf height.",
+        "  - --tight packs the boxes without gaps between them.",
+        "#include <shelf.h> declares every packing function.",
+        "> A quoted note about the shelf stays a note.",
+    ]
+    assert quotable_sentences(lines) == [
+        "-0.5 and +0.5 round to the same shelf height.",
+        "--tight packs the boxes without gaps between them.",
+        "#include <shelf.h> declares every packing function.",
+        "A quoted note about the shelf stays a note.",
+    ]

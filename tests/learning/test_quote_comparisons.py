@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from webgpt.agent.declines import decline_answer
+from webgpt.agent.grammar import MAX_QUOTE_CHOICES
+from webgpt.agent.quote_ranking import page_candidates
 from webgpt.browser.offline import OfflineWeb
-from webgpt.evals.questions import contains_gold, split_of
+from webgpt.evals.questions import Question, contains_gold, split_of
 from webgpt.learning.question_generator import generate_questions
 from webgpt.learning.quote_comparisons import (
     ServedSentences,
@@ -53,6 +55,44 @@ def test_rows_pit_the_answering_sentence_against_another_of_its_page(
     first, row = comparisons[0], rows[0]
     assert first.text_a == quote_text(row["question"], row["title"], row["quote_a"])
     assert first.label == (1.0 if row["preference"] == "a" else 0.0)
+
+
+class _LongPage(ServedSentences):
+    """One long manual page as served: filler, a few sentences about the setting asked
+    about far from the answer, and the answer deep in the page."""
+
+    URL = "https://manual.example/config.html"
+    ANSWER = "The default port of the shelf server is 7411."
+
+    def __init__(self) -> None:
+        sentences = [f"Section {n} describes table layout number {n}." for n in range(300)]
+        for n in range(5, 240, 6):
+            sentences[n] = f"The shelf server reads port setting {n} once at start."
+        sentences[250] = self.ANSWER
+        self.sentences = sentences
+
+    def of(self, url: str) -> tuple[str, list[str]]:
+        return ("Server configuration", self.sentences) if url == self.URL else ("", [])
+
+
+def test_page_negatives_pit_the_answer_against_far_sentences_a_quote_would_read() -> None:
+    page = _LongPage()
+    asked = Question(question="what port does the shelf server listen on by default",
+                     kind="factoid", gold_answers=["7411"], url=page.URL,
+                     evidence=page.ANSWER, split="train")  # fmt: skip
+    near_only = list(quote_rows([asked], page, negatives=3))
+    with_far = list(quote_rows([asked], page, negatives=3, page_negatives=2))
+    assert len(near_only) == 3 and with_far[:3] == near_only  # the near rows as before
+    at = page.sentences.index(page.ANSWER)
+    for row in with_far:
+        winner, loser = _sides(row)
+        assert winner == page.ANSWER and not contains_gold(loser, asked.gold_answers)
+    far = [_sides(row)[1] for row in with_far[3:]]
+    assert len(far) == 2
+    assert all(abs(page.sentences.index(s) - at) > MAX_QUOTE_CHOICES for s in far)
+    # what the ranker reads at the page's opening: the sentences holding the question's words
+    assert set(far) <= set(page_candidates(asked.question, page.sentences))
+    assert all("shelf server" in s for s in far)
 
 
 def test_comparisons_quotes_reads_people_written_questions(

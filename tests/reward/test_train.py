@@ -217,6 +217,85 @@ def test_lora_training_publishes_the_adapter_alone_which_merges_back(tmp_path: P
     assert max(abs(a - b) for a, b in zip(head_only, merged, strict=True)) > 0.2
 
 
+def continue_adapter(folder: Path, backbone: Path, adapter: Path, learning_rate: float) -> Path:
+    """adapter trained further (`--init-adapter`) on comparisons of other stories."""
+    comparisons = folder / "more.jsonl"
+    write_comparisons(comparisons, stories=8, seed=2, first=200)
+    config = RewardTrainConfig(
+        comparisons=[comparisons],
+        backbone=backbone,
+        out=folder / "registry",
+        adapter_out=folder / "adapters",
+        version=f"rm-continued-{learning_rate}",
+        epochs=1,
+        learning_rate=learning_rate,
+        questions_per_batch=4,
+        ema_decay=0.0,
+        lora_rank=4,
+        max_length=64,
+        init_adapter=adapter,
+    )
+    train_reward_model(config, log=lambda _: None)
+    return folder / "adapters" / config.version
+
+
+@pytest.mark.slow  # trains
+def test_training_continues_an_adapter_and_publishes_one_adapter_on_the_same_backbone(
+    tmp_path: Path,
+) -> None:
+    from safetensors.torch import load_file
+
+    backbone = published_backbone(tmp_path, "tiny-policy")
+    checkpoint, adapter = train_with_adapter(tmp_path, backbone, "rm-first")
+    first = rewards(RewardModel.from_adapter(backbone, adapter), checkpoint, TEXTS)
+
+    without_lora = RewardModel.from_backbone(backbone)
+    without_lora.head.load_state_dict(RewardModel.load(checkpoint).head.state_dict())
+    head_only = rewards(without_lora, checkpoint, TEXTS)
+
+    # not a step taken: the continued model scores as the adapter it started from, where
+    # a new LoRA (zero at the start) would score as the backbone alone
+    unmoved = continue_adapter(tmp_path, backbone, adapter, learning_rate=0.0)
+    again = rewards(RewardModel.from_adapter(backbone, unmoved), checkpoint, TEXTS)
+    assert again == pytest.approx(first, abs=0.02)
+    assert max(abs(a - b) for a, b in zip(head_only, first, strict=True)) > 0.2
+
+    moved = continue_adapter(tmp_path, backbone, adapter, learning_rate=3e-2)
+    manifest = load_manifest(moved, verify=True)
+    assert manifest.base_model == "tiny-policy"  # shipped and merged as the first one
+    before, after = (
+        load_file(adapter / "adapter_model.safetensors"),
+        load_file(moved / "adapter_model.safetensors"),
+    )
+    assert before.keys() == after.keys()
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+@pytest.mark.slow  # trains the adapter it refuses to continue
+def test_an_adapter_to_continue_must_match_the_rank_and_the_backbone(tmp_path: Path) -> None:
+    from webgpt.infra.errors import IncompatibleCheckpoint
+
+    backbone = published_backbone(tmp_path, "tiny-policy")
+    other = published_backbone(tmp_path, "other-policy")
+    _, adapter = train_with_adapter(tmp_path, backbone, "rm-first")
+    refusals = [
+        (backbone, 8, "LoRA rank 4; --lora-rank is 8"),
+        (other, 4, "trained on tiny-policy, not other-policy"),
+    ]
+    for start, rank, reason in refusals:
+        config = RewardTrainConfig(
+            comparisons=[tmp_path / "c.jsonl"],
+            backbone=start,
+            out=tmp_path / "r",
+            lora_rank=rank,
+            init_adapter=adapter,
+        )
+        with pytest.raises(IncompatibleCheckpoint, match=reason):
+            train_reward_model(config, log=lambda _: None)
+    with pytest.raises(ValueError, match="--init-adapter needs --lora-rank"):
+        RewardTrainConfig(comparisons=[], backbone=backbone, out=Path("o"), init_adapter=adapter)
+
+
 def test_model_prepare_merges_the_shipped_reward_adapter_onto_the_default_policy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
