@@ -566,6 +566,8 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
 
     if args.episodes and not args.declines:
         raise ConfigurationError("--episodes makes decline rows: it needs --declines")
+    if args.page_negatives < 0:
+        raise ConfigurationError(f"--page-negatives wants 0 or more, not {args.page_negatives}")
     if args.manual_questions < 0:
         raise ConfigurationError(f"--manual-questions wants 0 or more, not {args.manual_questions}")
     written = [q for path in args.questions for q in load_questions(path, split="train")]

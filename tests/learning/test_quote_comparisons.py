@@ -196,3 +196,10 @@ def test_episodes_need_declines(learning_store: Path, tmp_path: Path) -> None:
     command = ["comparisons", "quotes", "--episodes", str(recorded), "--out", str(out)]
     assert main([*command, "--store", str(learning_store)]) != 0
     assert not out.exists()
+
+
+def test_negative_page_negatives_are_refused(learning_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "quotes.jsonl"
+    command = ["comparisons", "quotes", "--generated", "0", "--page-negatives", "-1"]
+    assert main([*command, "--store", str(learning_store), "--out", str(out)]) != 0
+    assert not out.exists()

@@ -273,7 +273,7 @@ def test_training_continues_an_adapter_and_publishes_one_adapter_on_the_same_bac
 
 @pytest.mark.slow  # trains the adapter it refuses to continue
 def test_an_adapter_to_continue_must_match_the_rank_and_the_backbone(tmp_path: Path) -> None:
-    from webgpt.infra.errors import IncompatibleCheckpoint
+    from webgpt.infra.errors import CheckpointError, IncompatibleCheckpoint
 
     backbone = published_backbone(tmp_path, "tiny-policy")
     other = published_backbone(tmp_path, "other-policy")
@@ -292,6 +292,12 @@ def test_an_adapter_to_continue_must_match_the_rank_and_the_backbone(tmp_path: P
         )
         with pytest.raises(IncompatibleCheckpoint, match=reason):
             train_reward_model(config, log=lambda _: None)
+    not_an_adapter = tmp_path / "empty"
+    not_an_adapter.mkdir()
+    config.backbone, config.init_adapter = backbone, not_an_adapter
+    with pytest.raises(CheckpointError, match="is not a LoRA adapter to continue"):
+        train_reward_model(config, log=lambda _: None)
+    assert not (tmp_path / "r").exists()  # refused before anything was written
     with pytest.raises(ValueError, match="--init-adapter needs --lora-rank"):
         RewardTrainConfig(comparisons=[], backbone=backbone, out=Path("o"), init_adapter=adapter)
 
