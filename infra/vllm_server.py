@@ -12,12 +12,14 @@ it instead of paying the start-up (about two minutes on CPU the first time) agai
 import importlib.metadata
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -82,6 +84,17 @@ class ServerConfig:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
+
+    def start_cpus(self) -> set[int] | None:
+        """The CPUs a CPU-build server binding its workers to a core list starts on (None:
+        wherever the starting thread may run). Each of its processes counts the cores as it
+        imports torch (MKL, from at::init_num_threads), pinning itself to every CPU it may run
+        on in turn; beside a serving worker that keeps its core busy, that move onto the
+        busy core waited for minutes (docs/deploy.md). Started on the bound cores alone it
+        never leaves them; `start` widens the front end's threads once the server answers."""
+        if self.device != "cpu" or self.cpu_bind in ("auto", "nobind"):
+            return None
+        return {cpu for rank in self.cpu_bind.split("|") for cpu in parse_cpu_list(rank)}
 
     def command(self) -> list[str]:
         return [
@@ -149,6 +162,21 @@ class ServerConfig:
         return env
 
 
+def parse_cpu_list(text: str) -> set[int]:
+    """A core list as VLLM_CPU_OMP_THREADS_BIND and taskset write it: "1", "8-15", "5,2-4"."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        if not (span := re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())):
+            raise VLLMServerError(
+                f"{text!r} is not a CPU list: write CPUs and ranges as 1, 8-15 or 5,2-4"
+            )
+        low, high = int(span[1]), int(span[2] or span[1])
+        if high < low:
+            raise VLLMServerError(f"{text!r} is not a CPU list: {part.strip()!r} is empty")
+        cpus.update(range(low, high + 1))
+    return cpus
+
+
 def default_device() -> Device:
     """Which build started servers run: the CPU one where vllm-cpu is installed or there
     is no NVIDIA GPU, else CUDA."""
@@ -209,7 +237,8 @@ def start(
     """Start a detached server and wait until it answers; record it for reuse if asked."""
     log = webgpt_home() / "logs" / f"vllm-{config.port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as log_file:
+    start_cpus = config.start_cpus()
+    with log.open("ab") as log_file, _affinity_of_this_thread(start_cpus):
         process = subprocess.Popen(
             config.command(),
             stdout=log_file,
@@ -224,9 +253,43 @@ def start(
     except BaseException:
         stop(running)
         raise
+    if start_cpus is not None:
+        widen_threads(process.pid, os.sched_getaffinity(0))
     if record:
         state_path().write_text(json.dumps(asdict(running)))
     return running
+
+
+@contextmanager
+def _affinity_of_this_thread(cpus: set[int] | None) -> Iterator[None]:
+    """Run the block on cpus (None: as it is): a process this thread starts inherits them.
+    Affinity is per thread on Linux, so the service's other threads are not moved."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    if not cpus & before:
+        raise VLLMServerError(
+            f"VLLM_CPU_OMP_THREADS_BIND names CPUs {sorted(cpus)}, none of which this process "
+            f"may run on ({sorted(before)})"
+        )
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def widen_threads(pid: int, cpus: set[int]) -> None:
+    """Let every thread of process pid (not its children) run on cpus. A thread that ends
+    meanwhile is skipped; threads it starts later inherit from the thread that starts them."""
+    try:
+        tasks = [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+    except FileNotFoundError:
+        return  # it exited; its wait reports that
+    for task in tasks:
+        with suppress(ProcessLookupError):
+            os.sched_setaffinity(task, cpus)
 
 
 def lora_server_config(

@@ -202,6 +202,19 @@ def spare_cpu() -> str:
     return str(max(os.sched_getaffinity(0)))
 
 
+def launch_cpu_binds() -> tuple[str, ...]:
+    """The core lists launched servers take in turn (CPU build), by default: the spare CPU,
+    then every other CPU this process may run on, which the serving server's worker is
+    bound to. A swap between two full-weight versions holds two launched servers, and the
+    second must not share the first's busy core: on this project's 2-core VMs a process
+    bound to a core another server's worker keeps busy did not run at all for minutes
+    (docs/deploy.md). The serving server's worker is then idle, as the launched version
+    serves every answer."""
+    spare = spare_cpu()
+    rest = sorted(os.sched_getaffinity(0) - {int(spare)})
+    return (spare, ",".join(map(str, rest))) if rest else (spare,)
+
+
 def check_gpu_shares(
     serving: float, launched: float, launch_gpus: str | None, visible_gpus: str | None
 ) -> None:
@@ -248,25 +261,28 @@ class VLLMLauncher:
     """One local vLLM process per full-weight version, on a free loopback port, at most
     MAX_LAUNCHED at once (the GPU shares are sized for that; check_gpu_shares).
 
-    cpu_bind (CPU build only; no effect on a GPU) is the cores the new process's OpenMP
-    threads are bound to, beside the serving one: by default the spare CPU (spare_cpu).
+    cpu_binds (CPU build only; no effect on a GPU) are the core lists a new process's
+    OpenMP threads are bound to: the first no running launched server holds
+    (launch_cpu_binds), else the first.
     gpu_memory_share and gpus (CUDA build only) are each process's
     --gpu-memory-utilization and CUDA_VISIBLE_DEVICES (None: the serving server's GPU)."""
 
     start_timeout_s: float = 900.0
-    cpu_bind: str = field(default_factory=spare_cpu)
+    cpu_binds: tuple[str, ...] = field(default_factory=launch_cpu_binds)
     gpu_memory_share: float = ONE_GPU_SHARE
     gpus: str | None = None
     device: Device = field(default_factory=default_device)
     running: dict[str, RunningServer] = field(default_factory=dict)
+    held_binds: dict[str, str] = field(default_factory=dict)  # version: its cpu_bind
 
     def config(self, folder: Path, version: str) -> ServerConfig:
         """The server a full-weight version is started in."""
+        held = set(self.held_binds.values())
         return ServerConfig(
             model_dir=folder,
             served_name=version,
             port=free_port(),
-            cpu_bind=self.cpu_bind,
+            cpu_bind=next((b for b in self.cpu_binds if b not in held), self.cpu_binds[0]),
             device=self.device,
             gpu_memory_share=self.gpu_memory_share,
             gpus=self.gpus,
@@ -286,6 +302,7 @@ class VLLMLauncher:
             start, config, lambda line: None, self.start_timeout_s, False
         )
         self.running[version] = running
+        self.held_binds[version] = config.cpu_bind
         return running.url
 
     def serves(self, version: str) -> bool:
@@ -293,6 +310,7 @@ class VLLMLauncher:
 
     async def stop(self, version: str) -> None:
         running = self.running.pop(version, None)
+        self.held_binds.pop(version, None)
         if running is not None:
             await asyncio.to_thread(stop, running)
 

@@ -22,7 +22,7 @@ from webgpt.service.policies import (
     PolicyVersions,
     VLLMLauncher,
     check_gpu_shares,
-    spare_cpu,
+    launch_cpu_binds,
 )
 from webgpt.service.scoring import build_decline_judge, build_quote_ranker, build_scorer
 from webgpt.service.serving import AnswerService
@@ -109,8 +109,10 @@ def policy_versions(
     running = start_lora_server(config, print_progress)
     launcher = None  # a launch share of 0: full-weight versions are refused
     if launch_share > 0:
-        cpus = settings.policy_launch_cpus or spare_cpu()
-        launcher = VLLMLauncher(cpu_bind=cpus, gpu_memory_share=launch_share, gpus=gpus)
+        binds = (
+            (settings.policy_launch_cpus,) if settings.policy_launch_cpus else launch_cpu_binds()
+        )
+        launcher = VLLMLauncher(cpu_binds=binds, gpu_memory_share=launch_share, gpus=gpus)
     server = LoRAServer(running.url, base, max_rank=rank)
     return PolicyVersions(
         server, web, settings.policy_canaries, running, launcher, canary_episode=canary

@@ -56,8 +56,9 @@ class ServiceSettings(Settings):
     policy_max_lora_rank: Literal[8, 16, 32, 64, 128, 256] = 16
     # CPU build: the cores (VLLM_CPU_OMP_THREADS_BIND syntax, "1" or "8-15") of the second
     # vLLM a full-weight version is started in beside the serving one; never the serving
-    # worker's cores. None: the one CPU the serving worker leaves free (spare_cpu).
-    policy_launch_cpus: str | None = None
+    # worker's cores. None: the one CPU the serving worker leaves free, and for a version
+    # launched while another launched one serves, the serving worker's (launch_cpu_binds).
+    policy_launch_cpus: str | None = Field(default=None, pattern=r"^\d+(-\d+)?([,|]\d+(-\d+)?)*$")
     # CUDA build (the CPU build ignores them): the share of a GPU's memory (vLLM's
     # --gpu-memory-utilization) of the vLLM the service starts for policy_checkpoint, and of
     # each full-weight version's vLLM launched beside it, on policy_launch_gpus

@@ -14,7 +14,12 @@ from tests.service.test_policy_reload import make_full_weights, registry_of
 from webgpt.agent.errors import ConfigurationError
 from webgpt.browser.web import Web, WebOptions
 from webgpt.infra.vllm_server import LORA_PORT, RunningServer, ServerConfig, lora_server_config
-from webgpt.service.policies import MAX_GPU_SHARES, VLLMLauncher, check_gpu_shares
+from webgpt.service.policies import (
+    MAX_GPU_SHARES,
+    VLLMLauncher,
+    check_gpu_shares,
+    launch_cpu_binds,
+)
 from webgpt.service.server import policy_versions
 from webgpt.service.settings import ServiceSettings
 
@@ -29,15 +34,36 @@ def test_a_launched_cuda_server_carries_its_share_and_its_gpu(
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # the service's, where blue serves
     folder = make_full_weights(tmp_path / "full-2")
-    launcher = VLLMLauncher(cpu_bind="1", gpu_memory_share=0.45, gpus="1", device="cuda")
+    launcher = VLLMLauncher(cpu_binds=("1",), gpu_memory_share=0.45, gpus="1", device="cuda")
     config = launcher.config(folder, "full-2")
     assert flag(config.command(), "--gpu-memory-utilization") == "0.45"
     assert flag(config.command(), "--served-model-name") == "full-2"
     assert config.env()["CUDA_VISIBLE_DEVICES"] == "1"
     # Without a GPU of its own, green shares blue's: the environment it inherits.
-    same = VLLMLauncher(cpu_bind="1", gpu_memory_share=0.3, device="cuda").config(folder, "v")
+    same = VLLMLauncher(cpu_binds=("1",), gpu_memory_share=0.3, device="cuda").config(folder, "v")
     assert flag(same.command(), "--gpu-memory-utilization") == "0.3"
     assert same.env()["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_a_full_weight_version_launched_beside_another_takes_the_cores_it_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between two full-weight versions two launched servers run at once; the second is
+    bound to the cores the first does not hold, never to its busy one (docs/deploy.md)."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert launch_cpu_binds() == ("3", "0,1,2")  # the spare CPU, then the serving worker's
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {5})
+    assert launch_cpu_binds() == ("5",)
+    folder = make_full_weights(tmp_path / "full")
+    launcher = VLLMLauncher(cpu_binds=("3", "0,1,2"), device="cpu")
+    assert launcher.config(folder, "full-1").cpu_bind == "3"
+    launcher.held_binds["full-1"] = "3"  # full-1 serving (no process here)
+    assert launcher.config(folder, "full-2").cpu_bind == "0,1,2"
+    launcher.held_binds = {"full-2": "0,1,2"}  # full-1 drained and stopped
+    assert launcher.config(folder, "full-3").cpu_bind == "3"
+    alone = VLLMLauncher(cpu_binds=("8-15",), device="cpu")  # WEBGPT_POLICY_LAUNCH_CPUS
+    alone.held_binds["full-1"] = "8-15"
+    assert alone.config(folder, "full-2").cpu_bind == "8-15"
 
 
 def test_the_serving_server_carries_its_share(tmp_path: Path) -> None:
@@ -55,7 +81,7 @@ def test_the_cpu_build_command_line_asks_for_small_cache_blocks(
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     folder = make_full_weights(tmp_path / "full-2")
-    launcher = VLLMLauncher(cpu_bind="1", gpu_memory_share=0.45, gpus="1", device="cpu")
+    launcher = VLLMLauncher(cpu_binds=("1",), gpu_memory_share=0.45, gpus="1", device="cpu")
     config = launcher.config(folder, "full-2")
     # On the CPU build --gpu-memory-utilization would be a share of the machine's memory.
     assert "--gpu-memory-utilization" not in config.command()
@@ -69,7 +95,7 @@ def test_the_cpu_build_command_line_asks_for_small_cache_blocks(
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "2"
     serving = lora_server_config(folder, "base", 16, 0.3, device="cpu")
     assert "--gpu-memory-utilization" not in serving.command()
-    on_gpu = VLLMLauncher(cpu_bind="1", device="cuda").config(folder, "full-2").command()
+    on_gpu = VLLMLauncher(cpu_binds=("1",), device="cuda").config(folder, "full-2").command()
     assert "--block-size" not in on_gpu
 
 
@@ -134,11 +160,16 @@ def test_the_settings_parse_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert settings.policy_gpu_memory_share == 0.9
     assert settings.policy_launch_gpu_memory_share == 0.45
     assert settings.policy_launch_gpus == "1"
+    monkeypatch.setenv("WEBGPT_POLICY_LAUNCH_CPUS", "8-15|16,18")
+    assert ServiceSettings().policy_launch_cpus == "8-15|16,18"
+    monkeypatch.delenv("WEBGPT_POLICY_LAUNCH_CPUS")
     for name, value in [
         ("GPU_MEMORY_SHARE", "0"),  # the serving server needs some memory
         ("GPU_MEMORY_SHARE", "1.5"),
         ("LAUNCH_GPU_MEMORY_SHARE", "-0.1"),
         ("LAUNCH_GPUS", "1, 2"),
+        ("LAUNCH_CPUS", "last"),  # a core list, as VLLM_CPU_OMP_THREADS_BIND writes it
+        ("LAUNCH_CPUS", "1-"),
     ]:
         monkeypatch.setenv(f"WEBGPT_POLICY_{name}", value)
         with pytest.raises(ValidationError):
@@ -149,7 +180,7 @@ def test_the_settings_parse_from_the_environment(monkeypatch: pytest.MonkeyPatch
 def test_a_third_full_weight_server_waits_for_one_to_drain(tmp_path: Path) -> None:
     """The shares are checked for the serving server and two launched ones: a promote while
     an older full-weight version still drains is refused (and retried), never started."""
-    launcher = VLLMLauncher(cpu_bind="1", device="cuda")
+    launcher = VLLMLauncher(cpu_binds=("1",), device="cuda")
     for version in ("full-1", "full-2"):  # running as far as the launcher knows; no process
         launcher.running[version] = RunningServer(0, "http://127.0.0.1:1/v1", version, "")
     folder = make_full_weights(tmp_path / "full-3")

@@ -7,6 +7,7 @@ better.
 """
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -104,6 +105,9 @@ def test_full_weights_are_switched_blue_green_to_a_second_real_vllm(
         )
         url = launcher.running["full-b"].url
         assert serves(url, "full-b")
+        # Started on the spare core alone (infra.vllm_server.ServerConfig.start_cpus), its
+        # front end may use every core once it answers.
+        assert os.sched_getaffinity(launcher.running["full-b"].pid) == os.sched_getaffinity(0)
 
     assert {status for _, _, status, _ in done} == {200}, done
     assert all(version == "bc-a" for started, _, _, version in done if started < promoted)
