@@ -56,7 +56,8 @@ class ServerConfig:
     kv_cache_gib: int = 2  # CPU build only (VLLM_CPU_KVCACHE_SPACE)
     # CPU build only (VLLM_CPU_OMP_THREADS_BIND). "auto" pins the worker's OpenMP threads to
     # all cores but one (left to the front end); a process started beside a serving one is
-    # bound to cores the serving worker does not use (service.policies.spare_cpu).
+    # bound to cores the serving worker does not use (service.policies.launch_cpu_binds),
+    # and starts on them alone (start_cpus).
     cpu_bind: str = field(
         default_factory=lambda: os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
     )
@@ -254,7 +255,7 @@ def start(
         stop(running)
         raise
     if start_cpus is not None:
-        widen_threads(process.pid, os.sched_getaffinity(0))
+        _widen_threads(process.pid, os.sched_getaffinity(0))
     if record:
         state_path().write_text(json.dumps(asdict(running)))
     return running
@@ -280,7 +281,7 @@ def _affinity_of_this_thread(cpus: set[int] | None) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def widen_threads(pid: int, cpus: set[int]) -> None:
+def _widen_threads(pid: int, cpus: set[int]) -> None:
     """Let every thread of process pid (not its children) run on cpus. A thread that ends
     meanwhile is skipped; threads it starts later inherit from the thread that starts them."""
     try:
