@@ -128,6 +128,14 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         'docs/questions.md, "The question\'s own search")',
     )
     parser.add_argument(
+        "--result-order",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="where the quote ranker narrows a factoid's Quote, each search shows its first "
+        "results best page first, by the ranker's score of each page's best sentence "
+        '(default: off; docs/agent.md, "Learned result order")',
+    )
+    parser.add_argument(
         "--allow-refusal",
         action="store_true",
         help="guided: offer End: Nonsense / End: Controversial, which end browsing with no "
@@ -198,6 +206,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
         "evidence_margin": args.evidence_margin,
         "relevant_quotes": args.relevant_quotes or None,
         "question_search": args.question_search,
+        "result_order": args.result_order,
         "allow_refusal": args.allow_refusal,
         "judge_margin": args.judge_margin,
         "rewrites": REWRITES - set(args.no_rewrite),

@@ -34,6 +34,7 @@ from webgpt.agent.grammar import (
 from webgpt.agent.policy import Policy, Sampling, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
 from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead, page_quotes, ranked_quotes
+from webgpt.agent.result_order import BestPageFirst
 from webgpt.agent.scoring import ScoredAnswer, Scorer
 from webgpt.agent.trace import (
     ActionEvent,
@@ -140,6 +141,10 @@ class EpisodeConfig:
     # service load the shipped ranker by default (agent.model.load_quote_ranker).
     relevant_quotes: int | None = 1
     quote_ranker: QuoteRanker | None = field(default=None, compare=False)
+    # Learned result order (agent.result_order): where the ranker narrows the question's
+    # Quote, each search shows its first results best page first, by the ranker's score of
+    # each page's best sentence.
+    result_order: bool = False
     # Declines by evidence (docs/agent.md, "Declines by evidence"): with a quote ranker
     # trained with decline rows (`webgpt comparisons quotes --declines`), the answer is the
     # decline where no collected quote outscores the decline, scored as a sentence of its
@@ -297,15 +302,20 @@ async def run_episode(
     started = time.perf_counter()
     result = EpisodeResult(episode, None, [], None)
     observation = session.reset(question)
+    limit = config.quote_choices(question)
+    ranker = config.quote_ranker if config.guided and limit is not None else None
+    order = None
+    if ranker is not None and config.result_order:
+        order = BestPageFirst(ranker, question, session.peek)
+    session.result_order = order  # this episode's alone
     if emit is not None:
         await emit(EpisodeStartEvent(episode=episode, question=question))
     while not session.done:
         ranked = None
-        limit = config.quote_choices(question)
-        if config.guided and config.quote_ranker is not None and limit is not None:
+        if ranker is not None and limit is not None:
             clock = time.perf_counter()
             ranked = await ranked_quotes(
-                config.quote_ranker,
+                ranker,
                 question,
                 session.page.title,
                 quotes_to_offer(session, named_entry=True),
@@ -348,6 +358,8 @@ async def run_episode(
         clock = time.perf_counter()
         step = await session.step(command)
         result.timings.browser_s += time.perf_counter() - clock
+        if order is not None and step.event.type == "search" and order.reordered:
+            narrowed = [*narrowed, "result_order"]
         result.steps.append(EpisodeStep(observation, command))
         observation = step.observation
         result.actions += 1
@@ -362,6 +374,10 @@ async def run_episode(
                     narrowed=narrowed,
                 )
             )
+    session.result_order = None
+    if order is not None:  # its pages' reading and scoring, inside browser_s
+        result.timings.scoring_s += order.scoring_s
+        result.timings.browser_s -= order.scoring_s
     result.end_reason = session.end_reason
     if session.end_reason not in ("nonsense", "controversial"):
         await write_answer(result, session, policy, config, emit)

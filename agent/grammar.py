@@ -41,7 +41,7 @@ MAX_LINK_CHOICES = 300
 # An answer's text: anything but a citation's brackets, the answer's stop and a line break.
 ANSWER_TEXT = "[^\\[\\]■\\n]"
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
-_UNQUOTABLE = ("blank", "search", "error")  # page kinds the browser refuses a Quote on
+UNQUOTABLE_KINDS = ("blank", "search", "error")  # page kinds the browser refuses a Quote on
 
 
 def _literal(text: str) -> str:
@@ -56,7 +56,7 @@ def quote_choices(session: BrowserSession, *, named_entry: bool = False) -> list
     """Quotable spans in view: its sentences of some length, cut at a word boundary; with
     named_entry, where the view opens at an entry the question names, that entry's
     description alone (_named_entry)."""
-    if session.page.kind in _UNQUOTABLE:
+    if session.page.kind in UNQUOTABLE_KINDS:
         return []
     lines = session.window_text()
     entry = _named_entry(session.question, lines) if named_entry else []
@@ -112,7 +112,7 @@ def quotes_to_offer(
     refuses the same cut again)."""
     if not whole_page:
         choices = quote_choices(session, named_entry=named_entry)
-    elif session.page.kind in _UNQUOTABLE:
+    elif session.page.kind in UNQUOTABLE_KINDS:
         choices = []
     else:
         choices = quotable_sentences(session.page_text())

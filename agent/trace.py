@@ -39,8 +39,9 @@ class ActionEvent(_Event):
     actions_left: int
     # the parts of the grammar that narrowed what the policy could write at this step
     # (agent.grammar.BrowsingGrammar): question_search, ranked_quotes (a learned ranker),
-    # named_find, force_finish; and page_quotes, the ranker's best of the whole page taken
-    # for the Quote the policy wrote (agent.episode.page_quote)
+    # named_find, force_finish; page_quotes, the ranker's best of the whole page taken
+    # for the Quote the policy wrote (agent.episode.page_quote); and result_order, a
+    # search's first results shown best page first (agent.result_order)
     narrowed: list[str] = []
 
 

@@ -12,6 +12,7 @@ changes nothing but the actions left, and the next observation's past actions sa
 ("Refused: ...").
 """
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -35,10 +36,12 @@ from webgpt.browser.loader import PageCache
 from webgpt.browser.observation import answer_prompt, render_observation, scrollbar
 from webgpt.browser.page import Page
 from webgpt.browser.render import RenderOptions, error_page, is_blocked, search_results_page
-from webgpt.browser.search.base import SearchEngine
+from webgpt.browser.search.base import SearchEngine, SearchResult
 from webgpt.browser.text_fragments import passage_line, split_text_fragment
 
 BLANK_PAGE = Page(url="", title="", lines=(), kind="blank")
+# Orders a search's results before the results page shows them (agent.result_order).
+ResultOrder = Callable[[list[SearchResult]], Awaitable[list[SearchResult]]]
 _END_REASONS: dict[str, EndReason] = {
     "Answer": "answer",
     "Nonsense": "nonsense",
@@ -93,6 +96,8 @@ class BrowserSession:
         # the page views shown, each with the number of quotes then held (see looping)
         self._views_shown: set[tuple[str, int, int]] = set()
         self.looping = False
+        # set by the episode's driver: every search's results pass through it
+        self.result_order: ResultOrder | None = None
 
     # -- public surface -------------------------------------------------------------
 
@@ -108,6 +113,7 @@ class BrowserSession:
         self._view = _View(BLANK_PAGE)
         self._views_shown = set()
         self.looping = False
+        self.result_order = None
         texts = [self.question] + ([reference_answer] if reference_answer else [])
         self._censor = Censor(texts if self.config.censor else ())
         return self.observation()
@@ -194,6 +200,11 @@ class BrowserSession:
             self.end_reason = "action_limit"
         return StepResult(self.observation(), event, self.done)
 
+    async def peek(self, url: str) -> Page:
+        """url's page as a click would open it (blocked or censored: the error page), read
+        without opening it: no action, the view stays."""
+        return await self._load(split_text_fragment(url)[0])
+
     def answer_prompt(self) -> str:
         """The answer-phase prompt; needs at least one quote."""
         if not self.quotes:
@@ -237,6 +248,8 @@ class BrowserSession:
         error: str | None = None
         try:
             results = await self.engine.search(query, self.config.search_results)
+            if self.result_order is not None:
+                results = await self.result_order(results)
             page = search_results_page(query, results, options)
         except SearchError as failure:
             error = str(failure)

@@ -236,6 +236,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "answer must beat)",
     )
     quotes.add_argument(
+        "--other-pages",
+        type=int,
+        default=0,
+        metavar="N",
+        help="more rows a question, at most N, against the best sentence of another page of "
+        "the question's own search's first results (with --quote-ranker: the one it would "
+        "pick there), so that the ranker can order a search's results by their best sentence",
+    )
+    quotes.add_argument(
         "--declines",
         action="store_true",
         help="also the decline against sentences that answer and sentences that do not, "
@@ -253,7 +262,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     quotes.add_argument("--seed", type=int, default=0)
     quotes.add_argument("--store", type=Path, default=None, help="offline web file")
-    add_quote_ranker(quotes)  # with --declines: which sentence a page offers a row
+    add_quote_ranker(quotes)  # with --declines or --other-pages: which sentence a page offers
     quotes.set_defaults(run=_quote_comparisons)
 
 
@@ -561,6 +570,7 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
         episode_evidence_rows,
         evidence_rows,
         first_sentence,
+        other_page_rows,
         quote_rows,
     )
 
@@ -570,9 +580,12 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--page-negatives wants 0 or more, not {args.page_negatives}")
     if args.manual_questions < 0:
         raise ConfigurationError(f"--manual-questions wants 0 or more, not {args.manual_questions}")
+    if args.other_pages < 0:
+        raise ConfigurationError(f"--other-pages wants 0 or more, not {args.other_pages}")
     written = [q for path in args.questions for q in load_questions(path, split="train")]
     recorded = [o for path in args.episodes for o in recorded_outcomes(path)]
-    ranker = load_quote_ranker(args.quote_ranker, print_progress) if args.declines else None
+    picks = args.declines or args.other_pages
+    ranker = load_quote_ranker(args.quote_ranker, print_progress) if picks else None
     store = OfflineWeb(args.store)
     try:
         wanted = args.generated or args.manual_questions
@@ -595,8 +608,12 @@ def _quote_comparisons(args: argparse.Namespace) -> int:
                 seed=args.seed,
             )
         )
+        pick = ranker.best if ranker is not None else first_sentence
+        if args.other_pages:
+            rows += other_page_rows(
+                questions, pages, store, pick=pick, other_pages=args.other_pages, seed=args.seed
+            )
         if args.declines:
-            pick = ranker.best if ranker is not None else first_sentence
             rows += evidence_rows(questions, pages, store, pick=pick, seed=args.seed)
             rows += episode_evidence_rows(recorded, seed=args.seed)
     finally:

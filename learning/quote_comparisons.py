@@ -12,6 +12,9 @@ question files (people-written, e.g. data/questions/train-later-sentences.jsonl)
 question_generator's over the offline web's pages, of the train split alone, and only
 train pages are read (evals.questions.split_of): no dev or test page is trained on. A
 row's label is a rule's, so rows say `"source": "synthetic"` (learning.comparisons).
+`other_page_rows` pits the answering sentence against the best-looking sentence of another
+train page of the question's own search, each under its page's title: what a ranker that
+orders a search's results by their best sentence must know (agent.result_order).
 
 `evidence_rows` teaches the same ranker when to decline: the decline
 (agent.declines.decline_answer) is scored as one more sentence of the page, and an answer
@@ -25,17 +28,21 @@ sentence is the one a served ranker would offer (`pick`), as a policy would quot
 questions (`webgpt eval --json-out`): what it quoted, against the decline."""
 
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import urldefrag
 
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import MAX_QUOTE_CHOICES, quotable, quotable_sentences
+from webgpt.agent.queries import question_query
 from webgpt.agent.quote_ranking import page_candidates
 from webgpt.browser.offline import OfflineWeb
 from webgpt.browser.render import RenderOptions, render_html
 from webgpt.evals.questions import Question, contains_gold, split_of
 from webgpt.learning.comparisons import SOURCE
 
+_DIGIT_GROUP = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)")
 # Search results read for a page other than a question's own.
 OTHER_PAGE_RESULTS = 5
 # Which sentence of a page's first view a row quotes: (question, title, sentences) -> one
@@ -88,18 +95,12 @@ def quote_rows(
     too, so neither position means anything. A question whose evidence is not a sentence
     of its page as served makes no row."""
     rng = random.Random(seed)
-    for question in questions:
-        if question.kind != "factoid" or not question.gold_answers or not question.url:
-            continue
-        title, sentences = pages.of(question.url)
-        answering = _answering(question, sentences)
-        if answering is None:
-            continue
+    for question, url, title, sentences, answering in _answered(questions, pages):
         at = sentences.index(answering)
         near = sentences[max(0, at - MAX_QUOTE_CHOICES) : at + MAX_QUOTE_CHOICES + 1]
         others = [s for s in near if s != answering and not contains_gold(s, question.gold_answers)]
         for other in rng.sample(others, min(negatives, len(others))):
-            yield _row(question.question, question.url, title, answering, other, rng)
+            yield _row(question.question, url, title, answering, other, rng)
         if page_negatives:
             far = [
                 s
@@ -107,7 +108,46 @@ def quote_rows(
                 if s not in near and not contains_gold(s, question.gold_answers)
             ]
             for other in rng.sample(far, min(page_negatives, len(far))):
-                yield _row(question.question, question.url, title, answering, other, rng)
+                yield _row(question.question, url, title, answering, other, rng)
+
+
+def other_page_rows(
+    questions: Iterable[Question],
+    pages: ServedSentences,
+    store: OfflineWeb,
+    *,
+    pick: SentencePick = first_sentence,
+    other_pages: int = 2,
+    seed: int = 0,
+) -> Iterator[dict[str, Any]]:
+    """Up to `other_pages` rows a factoid, each against the best sentence of another page
+    among the first results of the question's own search (agent.queries.question_query,
+    the episode's first Search): of the sentences there holding the question's words most
+    and none of its gold answers, the one `pick` chooses (the served ranker's pick: the
+    sentence it would wrongly prefer). A ranker trained only within a page learns which of
+    its sentences answers; these rows teach it that another subject's answer-shaped
+    sentence does not, which is what ordering a search's results by their best sentence
+    asks of it. Each side carries its own page's title."""
+    rng = random.Random(seed)
+    for question, url, title, _, answering in _answered(questions, pages):
+        made = 0
+        for result in store.search_sync(question_query(question.question), OTHER_PAGE_RESULTS):
+            other_url = urldefrag(result.url)[0]
+            if made == other_pages or other_url == url:
+                continue
+            other_title, other_sentences = pages.of(other_url)  # none of a dev or test page
+            lacking = [
+                s
+                for s in page_candidates(question.question, other_sentences, PICK_FROM)
+                if not _may_hold(s, question.gold_answers)
+            ]
+            if lacking:
+                other = pick(question.question, other_title, lacking)
+                row = _row(question.question, url, title, answering, other, rng)
+                winner, loser = ("a", "b") if row["preference"] == "a" else ("b", "a")
+                row[f"title_{winner}"], row[f"title_{loser}"] = title, other_title
+                made += 1
+                yield row
 
 
 def evidence_rows(
@@ -198,6 +238,15 @@ def _found_page(
     return None
 
 
+def _may_hold(sentence: str, gold_answers: Sequence[str]) -> bool:
+    """Whether the sentence holds a gold answer, a number's digit groups read either way
+    ("16,383" holds "16383"): another page stating the same fact is no loser."""
+    joined = [_DIGIT_GROUP.sub("", g) for g in gold_answers]
+    return contains_gold(sentence, gold_answers) or contains_gold(
+        _DIGIT_GROUP.sub("", sentence), joined
+    )
+
+
 def _row(
     question: str, url: str, title: str, winner: str, loser: str, rng: random.Random
 ) -> dict[str, Any]:
@@ -212,6 +261,25 @@ def _row(
         "preference": "a" if first else "b",
         "source": SOURCE,
     }
+
+
+class _Answered(NamedTuple):
+    question: Question
+    url: str  # its page's
+    title: str
+    sentences: list[str]  # its page's, as served
+    answering: str  # the sentence of them that answers it
+
+
+def _answered(questions: Iterable[Question], pages: ServedSentences) -> Iterator[_Answered]:
+    """Each factoid whose evidence is a sentence of its page as served."""
+    for question in questions:
+        if question.kind != "factoid" or not question.gold_answers or not question.url:
+            continue
+        title, sentences = pages.of(question.url)
+        answering = _answering(question, sentences)
+        if answering is not None:
+            yield _Answered(question, question.url, title, sentences, answering)
 
 
 def _answering(question: Question, sentences: list[str]) -> str | None:

@@ -16,7 +16,8 @@ answer-phase prompt (browser.observation.answer_prompt) followed by the answer.
 
 3. Quote comparisons (`webgpt comparisons quotes`), which train a quote ranker: `{"question":
    str, "title": str, "quote_a": str, "quote_b": str, "preference": "a" | "b"}`, two
-   sentences of one page, the one that answers the question preferred. Their texts are
+   sentences of one page, the one that answers the question preferred; two sentences of
+   different pages give each its page's title as "title_a" and "title_b". Their texts are
    quote_text: the answer-phase prompt holding that one quote, with no answer.
 
 Rows that fit none of the formats are reported with their line number and skipped.
@@ -200,12 +201,12 @@ def _own_row(row: dict[str, Any]) -> Comparison:
 
 def _quote_row(row: dict[str, Any]) -> Comparison:
     question = _text(row.get("question"), "question")
-    title = row.get("title", "")
-    if not isinstance(title, str):
-        raise _RowError("title must be a string")
-    texts = [
-        quote_text(question, title, _text(row[f"quote_{side}"], f"quote_{side}")) for side in "ab"
-    ]
+    texts = []
+    for side in "ab":
+        title = row.get(f"title_{side}", row.get("title", ""))
+        if not isinstance(title, str):
+            raise _RowError(f"the title of quote_{side} must be a string")
+        texts.append(quote_text(question, title, _text(row[f"quote_{side}"], f"quote_{side}")))
     if texts[0] == texts[1]:
         raise _RowError("quote_a and quote_b are the same sentence")
     preference = row.get("preference")

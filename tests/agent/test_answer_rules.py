@@ -365,6 +365,8 @@ def test_the_command_line_s_rules_default_to_the_service_s_and_each_turns_off(
     assert rule_settings(default) == rule_settings(EpisodeConfig()) == rule_settings(served)
     assert rule_settings(default) == (1, True, None, True)  # the ranker's own margin
     assert defaults.quote_ranker == Path("default") == ServiceSettings().quote_ranker
+    assert not default.result_order and not served.result_order  # not adopted: opt in
+    assert EpisodeConfig(**answer_rules(parser.parse_args(["--result-order"]))).result_order
     off = ["--relevant-quotes", "0", "--quote-ranker", "none", "--no-question-search"]
     off += ["--no-evidence-declines", "--evidence-margin", "1.5"]
     args = parser.parse_args(off)

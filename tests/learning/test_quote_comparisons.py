@@ -3,12 +3,17 @@ another of its page as the browser serves it, and sentences against the decline,
 pages only."""
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.grammar import MAX_QUOTE_CHOICES
+from webgpt.agent.queries import question_query
 from webgpt.agent.quote_ranking import page_candidates
+from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.offline import OfflineWeb
 from webgpt.evals.questions import Question, contains_gold, split_of
 from webgpt.learning.question_generator import generate_questions
@@ -17,6 +22,7 @@ from webgpt.learning.quote_comparisons import (
     episode_evidence_rows,
     evidence_rows,
     first_sentence,
+    other_page_rows,
     quote_rows,
 )
 from webgpt.reward.data import load_comparisons, quote_text
@@ -93,6 +99,81 @@ def test_page_negatives_pit_the_answer_against_far_sentences_a_quote_would_read(
     # what the ranker reads at the page's opening: the sentences holding the question's words
     assert set(far) <= set(page_candidates(asked.question, page.sentences))
     assert all("shelf server" in s for s in far)
+
+
+# Pages whose sentences hold a question's words; Kazan is a dev page of the learning web.
+_BIRDS = {
+    "Crow": "Crows remember a human face for years. Crows are black birds.",
+    "Raven": "Ravens, like crows, remember a human face for months. Ravens are large.",
+    "Magpie": "Magpies are noisy. Magpies, like crows, remember a human face they have seen.",
+    "Jackdaw": "Jackdaws, like crows, remember a human face. Jackdaws nest in towers.",
+    "Kazan": "Crows in Kazan remember a human face.",
+}
+
+
+def test_other_page_rows_pit_the_answer_against_what_another_result_offers(
+    tmp_path: Path,
+) -> None:
+    """The answer, with its page's title, against the sentence the pick chooses among
+    another train page's best for the question's words, in the order of the question's own
+    search; a dev page is never read, and two other pages make two rows at most."""
+    summaries = tmp_path / "birds.json"
+    summaries.write_text(json.dumps({t: {"title": t, "extract": e} for t, e in _BIRDS.items()}))
+    build_corpus(tmp_path / "web.sqlite", [("wikipedia", wikipedia_pages(summaries))])
+    store = OfflineWeb(tmp_path / "web.sqlite")
+    pages = ServedSentences(store)
+    asked = Question(question="how long do crows remember a human face", kind="factoid",
+                     gold_answers=["for years"], url=CROW,
+                     evidence="Crows remember a human face for years.", split="train")  # fmt: skip
+    offered: list[tuple[str, list[str]]] = []
+
+    def last(question: str, title: str, sentences: Sequence[str]) -> str:
+        offered.append((title, list(sentences)))
+        return sentences[-1]
+
+    rows = list(other_page_rows([asked], pages, store, pick=last, other_pages=2))
+    found = [r.url for r in store.search_sync(question_query(asked.question), 5)]
+    others = [url for url in found if url != CROW and split_of(url) == "train"]
+    assert len(others) == 3 and len(rows) == 2  # the first two of the three
+    for row, url, (title, sentences) in zip(rows, others[:2], offered, strict=True):
+        winner, loser = _sides(row)
+        loser_side = "b" if row["preference"] == "a" else "a"
+        assert (winner, row[f"title_{row['preference']}"]) == (asked.evidence, "Crow")
+        assert row[f"title_{loser_side}"] == title == pages.of(url)[0]
+        assert loser == sentences[-1] and "for years" not in loser
+        assert set(sentences) <= set(pages.of(url)[1])
+    path = tmp_path / "quotes.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    comparisons, report = load_comparisons([path])  # what `webgpt train rm` reads
+    assert report.skipped == [] and len(comparisons) == 2
+    row = rows[0]
+    assert comparisons[0].text_a == quote_text(asked.question, row["title_a"], row["quote_a"])
+    assert comparisons[0].text_b == quote_text(asked.question, row["title_b"], row["quote_b"])
+
+
+def test_another_page_stating_the_answer_in_other_digits_is_no_loser(tmp_path: Path) -> None:
+    lakes = {
+        "Lake Baikal": "Lake Baikal is 1642 metres deep at its deepest. It lies in Siberia.",
+        "Lake Tanganyika": "Lake Tanganyika is second only to Lake Baikal, which is "
+        "1,642 metres deep. Lake Tanganyika is deep and lies in Africa, unlike Lake Baikal.",
+    }
+    summaries = tmp_path / "lakes.json"
+    summaries.write_text(json.dumps({t: {"title": t, "extract": e} for t, e in lakes.items()}))
+    build_corpus(tmp_path / "web.sqlite", [("wikipedia", wikipedia_pages(summaries))])
+    store = OfflineWeb(tmp_path / "web.sqlite")
+    baikal = "https://en.wikipedia.org/wiki/Lake_Baikal"
+    asked = Question(question="how deep is lake baikal", kind="factoid",
+                     gold_answers=["1642 metres"], url=baikal,
+                     evidence=lakes["Lake Baikal"].split(". ")[0] + ".", split="train")  # fmt: skip
+    offered: list[list[str]] = []
+
+    def first(question: str, title: str, sentences: Sequence[str]) -> str:
+        offered.append(list(sentences))
+        return sentences[0]
+
+    rows = list(other_page_rows([asked], ServedSentences(store), store, pick=first))
+    assert len(rows) == 1 and offered[0][0].startswith("Lake Tanganyika is deep")
+    assert not any("1,642" in sentence for sentence in offered[0])  # it states the answer
 
 
 def test_comparisons_quotes_reads_people_written_questions(
@@ -198,8 +279,9 @@ def test_episodes_need_declines(learning_store: Path, tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def test_negative_page_negatives_are_refused(learning_store: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("option", ["--page-negatives", "--other-pages"])
+def test_negative_counts_are_refused(option: str, learning_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "quotes.jsonl"
-    command = ["comparisons", "quotes", "--generated", "0", "--page-negatives", "-1"]
+    command = ["comparisons", "quotes", "--generated", "0", option, "-1"]
     assert main([*command, "--store", str(learning_store), "--out", str(out)]) != 0
     assert not out.exists()

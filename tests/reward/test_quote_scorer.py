@@ -119,22 +119,27 @@ def test_bad_quote_rows_are_reported_and_skipped(tmp_path: Path) -> None:
             json.dumps(row)
             for row in [
                 good,
+                {**good, "title_a": "U", "title_b": "V", "preference": "b"},  # two pages
                 {**good, "quote_b": "one"},
                 {**good, "preference": "tie"},
                 {**good, "quote_a": ""},
                 {**good, "title": 3},
+                {**good, "title_b": None},
             ]
         )
     )
     comparisons, report = load_comparisons([path])
-    assert [c.label for c in comparisons] == [1.0]
+    assert [c.label for c in comparisons] == [1.0, 0.0]
     assert comparisons[0].text_a == quote_text("q", "T", "one")
+    assert comparisons[1].text_a == quote_text("q", "U", "one")
+    assert comparisons[1].text_b == quote_text("q", "V", "two")
     reasons = [reason for _, _, reason in report.skipped]
     assert reasons == [
         "quote_a and quote_b are the same sentence",
         "preference must be a or b; got 'tie'",
         "quote_a must be a non-empty string",
-        "title must be a string",
+        "the title of quote_a must be a string",
+        "the title of quote_b must be a string",
     ]
 
 
