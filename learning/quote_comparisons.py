@@ -42,6 +42,7 @@ from webgpt.browser.render import RenderOptions, render_html
 from webgpt.evals.questions import Question, contains_gold, split_of
 from webgpt.learning.comparisons import SOURCE
 
+# The separator of a number's digit groups ("16,383").
 _DIGIT_GROUP = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)")
 # Search results read for a page other than a question's own.
 OTHER_PAGE_RESULTS = 5

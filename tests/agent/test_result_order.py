@@ -11,8 +11,10 @@ import pytest
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import collect_into
 from tests.agent.test_quote_ranking import WordRanker
+from tests.scripts import load_script
 from webgpt.agent.episode import EpisodeConfig, run_episode
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.queries import question_query
 from webgpt.agent.result_order import RESULT_PAGES, BestPageFirst
 from webgpt.agent.trace import ActionEvent, TraceEvent
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
@@ -112,3 +114,18 @@ async def test_an_explanation_keeps_the_engine_s_order(
     assert isinstance(search, SearchEvent)
     assert [r.url for r in search.results] == [r.url for r in engine]
     assert ranker.calls == []
+
+
+async def test_the_reach_script_reads_the_first_results_as_the_order_does(
+    birds_web: Web,
+) -> None:
+    """scripts/quote_page_reach.py --results: each of the question's own search's first
+    pages scored by its best sentence, in the engine's order."""
+    reach = load_script("quote_page_reach")
+    question = "Do crows remember a human face?"
+    bests = await reach._result_bests(birds_web, WordRanker("months"), question, RESULT_PAGES)
+    found = await birds_web.session().engine.search(question_query(question), 10)
+    assert len(bests) == RESULT_PAGES
+    for (score, sentence), result in zip(bests, found, strict=False):
+        assert sentence in BIRDS[result.title]
+        assert score == (1.0 if "months" in sentence else 0.0)
