@@ -49,6 +49,10 @@ _CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
 _CAPITALISED = re.compile(r"[A-Z][\w'’]*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NOT_NAMES = frozenset({"I"})
+# How an adjective of a place ends ("Swedish", "Chinese", "Italian", "Korean", "Icelandic",
+# "Iraqi"), and the letters of the place it must keep to be read as one ("Swed" of Sweden).
+_PLACE_ADJECTIVE_ENDINGS = ("ish", "ese", "ian", "ean", "an", "ic", "i")
+_PLACE_LETTERS = 4
 _WORD = re.compile(r"\w+")
 # Words that say what kind of question it is, not what it is about.
 _KIND_WORDS = frozenset({
@@ -203,11 +207,15 @@ def named_things(question: str) -> list[str]:
 def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] = ()) -> list[str]:
     """What the question names that the quotes do not show. A number has to stand in a quote
     or its page's title: the quotes are the answer's evidence, and a page about a
-    tournament names its future years too ("the 2030 World Cup will be hosted by ...").
-    A name or a function may stand anywhere on a quoted page (pages: their text, title and
-    address), as "Hammer of the Scots" on Edward I's page beside the sentence quoted; a
-    dotted code name by its last part. A word counts as shown where it opens a word of
-    theirs ("Korea" in "Korean"), accents and the kind of apostrophe aside ("Dvorak" in
+    tournament names its future years too ("the 2038 edition will be hosted by ...").
+    Only where the quotes and their titles state no number at all may it stand anywhere on
+    a quoted page: a quote stating another number is about something else; one stating
+    none is about its page's subject, which the question's number qualifies ("the ruler
+    from 1603 to 1625"). A name or a function may stand anywhere on a quoted page (pages:
+    their text, title and address), as a person's byname stands beside the sentence
+    quoted of them; a dotted code name by its last part; an adjective of a place by the
+    place ("Swedish" by "Sweden"). A word counts as shown where it opens a word of theirs
+    ("Korea" in "Korean"), accents and the kind of apostrophe aside ("Dvorak" in
     "Dvořák"). And the thing a how-many question counts, where no quote counts it
     (uncounted)."""
     count = uncounted(question, quotes)
@@ -215,18 +223,28 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     if not names:  # most lower-case questions: no page needs reading
         return [count] if count else []
     quoted = _fold("\n".join(f"{q.title}\n{q.extract}" for q in quotes))
+    around = "\n".join([quoted, *(_fold(page) for page in pages)])
     numbers = [n for n in names if n[:1].isdigit()]
     words = [n for n in names if not n[:1].isdigit()]
-    around = "\n".join([quoted, *(_fold(page) for page in pages)]) if words else quoted
-    shown = {n for n in numbers if any(_shows_number(quoted, f) for f in _number_forms(n))}
-    shown |= {w for w in words if _shows_word(around, _fold(_as_shown(w)))}
+    numbered = quoted if _NUMBER.search(quoted) else around
+    shown = {n for n in numbers if any(_shows_number(numbered, f) for f in _number_forms(n))}
+    shown |= {w for w in words if any(_shows_word(around, form) for form in _word_forms(w))}
     return [name for name in names if name not in shown] + ([count] if count else [])
 
 
-def _as_shown(name: str) -> str:
-    """A name as a page writes it: a dotted code name by its last part, as documentation
-    lists `cursor()` under its class, not "sqlite3.Connection.cursor"."""
-    return name.rsplit(".", 1)[1] if _CODE_NAME.fullmatch(name) else name
+def _word_forms(name: str) -> list[str]:
+    """How a page may show a name the question writes, folded: as written; a dotted code
+    name by its last part, as documentation lists `cursor()` under its class, not
+    "sqlite3.Connection.cursor"; an adjective of a place by the place's first letters."""
+    if _CODE_NAME.fullmatch(name):
+        return [_fold(name.rsplit(".", 1)[1])]
+    word = _fold(name)
+    places = [
+        word[: -len(ending)]
+        for ending in _PLACE_ADJECTIVE_ENDINGS
+        if word.endswith(ending) and len(word) - len(ending) >= _PLACE_LETTERS
+    ]
+    return [word, *places]
 
 
 def _fold(text: str) -> str:
