@@ -26,6 +26,15 @@ from webgpt.browser.session import BrowserSession
 
 _REGEX_SPECIALS = frozenset("\\.^$|?*+()[]{}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# What a period ends without ending the sentence: letters each with its period ("e.g.",
+# "i.e.", "a.m.", "U.S."), a person's initial ("J. R. R."; not I, V or X, which end
+# sentences as Roman numerals: "World War I."), and titles and shortenings that precede
+# what they qualify ("Dr.", "St.", "vs.", "approx.", "No. 5"). "etc." ends sentences too
+# often to be read so.
+_ABBREVIATION_END = re.compile(
+    r"(?:(?<![\w.])(?:[A-Za-z]\.){2,}|(?<![\w.])[A-HJ-UWYZ]\."
+    r"|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Jr|Sr|vs|cf|al|approx|ca|No|Nos|Vol|Fig|Inc|Ltd)\.)$"
+)
 # A heading's or list item's mark as the renderer writes it (browser.layout): only the mark
 # leaves the text, so an option ("- --all"), a number ("* -0.0") or a code line
 # ("#include", which stands alone as a heading does) keeps its own signs.
@@ -83,8 +92,20 @@ def _indent(line: str) -> int:
 
 def quotable_sentences(lines: list[str]) -> list[str]:
     """The quotable sentences of rendered lines, in order, each once."""
-    sentences = (s for p in _paragraphs(lines) for s in _SENTENCE_END.split(p.text))
+    sentences = (s for p in _paragraphs(lines) for s in split_sentences(p.text))
     return list(dict.fromkeys(filter(None, map(quotable, sentences))))
+
+
+def split_sentences(text: str) -> list[str]:
+    """A paragraph's sentences: it ends one at ".", "!" or "?" and a space, but not at an
+    abbreviation's period (_ABBREVIATION_END), so that a quote does not stop at "e.g."."""
+    sentences: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        if sentences and _ABBREVIATION_END.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {piece}"
+        else:
+            sentences.append(piece)
+    return sentences
 
 
 def quotable(sentence: str) -> str | None:
@@ -170,7 +191,7 @@ def _described_terms(paragraphs: list[_Paragraph]) -> dict[str, str]:
         term = _term_of(paragraphs, index)
         if term is None:
             continue
-        for sentence in _SENTENCE_END.split(paragraph.text):
+        for sentence in split_sentences(paragraph.text):
             if (quoted := quotable(sentence)) is not None:
                 terms.setdefault(quoted, term)
     return terms

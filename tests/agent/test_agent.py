@@ -447,3 +447,27 @@ def test_a_sentence_too_long_to_quote_whole_is_cut_at_a_clause() -> None:
     words = quotable("word " * 80)
     assert words is not None and len(words) <= MAX_QUOTE_CHARS and words.endswith("word")
     assert quotable("A short sentence fits.") == "A short sentence fits."
+
+
+@pytest.mark.parametrize(
+    ("paragraph", "sentences"),
+    [
+        ("Use a tool, e.g. grep. Then stop.", ["Use a tool, e.g. grep.", "Then stop."]),
+        ("It opens at 9 a.m. daily, i.e. early.", ["It opens at 9 a.m. daily, i.e. early."]),
+        ("J. R. R. Tolkien wrote it. He died.", ["J. R. R. Tolkien wrote it.", "He died."]),
+        ("Dr. Odo lives on St. Mary Street.", ["Dr. Odo lives on St. Mary Street."]),
+        ("See Smith et al. for more. And the U.S. Army.",
+         ["See Smith et al. for more.", "And the U.S. Army."]),
+        # Roman numerals and "etc." end sentences
+        ("After World War I. Then peace.", ["After World War I.", "Then peace."]),
+        ("Lists, dicts, etc. The rest.", ["Lists, dicts, etc.", "The rest."]),
+        ("Is it? Yes! It is.", ["Is it?", "Yes!", "It is."]),
+    ],
+)  # fmt: skip
+def test_a_paragraph_is_split_into_sentences_but_not_at_an_abbreviation(
+    paragraph: str, sentences: list[str]
+) -> None:
+    from webgpt.agent.grammar import quotable_sentences, split_sentences
+
+    assert split_sentences(paragraph) == sentences
+    assert quotable_sentences([paragraph]) == [s for s in sentences if len(s) >= 20]
