@@ -50,7 +50,7 @@ _CAPITALISED = re.compile(r"[A-Z][\w'’]*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NOT_NAMES = frozenset({"I"})
 # How an adjective of a place ends ("Swedish", "Chinese", "Italian", "Korean", "Icelandic",
-# "Iraqi"), and the letters of the place it must keep to be read as one ("Swed" of Sweden).
+# "Iraqi"), and how many letters of the place it must keep to be read by them ("Swed").
 _PLACE_ADJECTIVE_ENDINGS = ("ish", "ese", "ian", "ean", "an", "ic", "i")
 _PLACE_LETTERS = 4
 _WORD = re.compile(r"\w+")
@@ -208,49 +208,69 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     """What the question names that the quotes do not show. A number has to stand in a quote
     or its page's title: the quotes are the answer's evidence, and a page about a
     tournament names its future years too ("the 2038 edition will be hosted by ...").
-    Only where the quotes and their titles state no number at all may it stand anywhere on
-    a quoted page: a quote stating another number is about something else; one stating
-    none is about its page's subject, which the question's number qualifies ("the ruler
-    from 1603 to 1625"). A name or a function may stand anywhere on a quoted page (pages:
-    their text, title and address), as a person's byname stands beside the sentence
-    quoted of them; a dotted code name by its last part; an adjective of a place by the
-    place ("Swedish" by "Sweden"). A word counts as shown where it opens a word of theirs
-    ("Korea" in "Korean"), accents and the kind of apostrophe aside ("Dvorak" in
-    "Dvořák"). And the thing a how-many question counts, where no quote counts it
-    (uncounted)."""
+    Only where the quotes and their titles state no number in digits may it stand anywhere
+    on a quoted page: a quote stating another number is about something else; one stating
+    none is about its page's subject, which the question's number qualifies ("the bridge
+    built in 1603"). A name or a function may stand anywhere on a quoted page (pages: their
+    text, title and address), as a person's byname stands beside the sentence quoted of
+    them; a dotted code name by its last part; a capitalised word ending as an adjective
+    of a place does by the place (_shows_place). A word counts as shown where it opens a
+    word of theirs ("Korea" in "Korean"), accents and the kind of apostrophe aside
+    ("Dvorak" in "Dvořák"). And the thing a how-many question counts, where no quote counts
+    it (uncounted)."""
     count = uncounted(question, quotes)
     names = named_things(question)
     if not names:  # most lower-case questions: no page needs reading
         return [count] if count else []
     quoted = _fold("\n".join(f"{q.title}\n{q.extract}" for q in quotes))
-    around = "\n".join([quoted, *(_fold(page) for page in pages)])
     numbers = [n for n in names if n[:1].isdigit()]
     words = [n for n in names if not n[:1].isdigit()]
-    numbered = quoted if _NUMBER.search(quoted) else around
-    shown = {n for n in numbers if any(_shows_number(numbered, f) for f in _number_forms(n))}
-    shown |= {w for w in words if any(_shows_word(around, form) for form in _word_forms(w))}
+    quotes_state_numbers = _NUMBER.search(quoted) is not None
+    read_pages = bool(words) or not quotes_state_numbers
+    around = "\n".join([quoted, *(_fold(page) for page in pages)]) if read_pages else quoted
+    number_evidence = quoted if quotes_state_numbers else around
+    shown = {n for n in numbers if any(_shows_number(number_evidence, f) for f in _number_forms(n))}
+    shown |= {w for w in words if _shows_word(around, _fold(_as_shown(w)))}
+    unshown_words = [w for w in words if w not in shown]
+    if unshown_words:
+        cased = _without_marks("\n".join([*(f"{q.title}\n{q.extract}" for q in quotes), *pages]))
+        shown |= {w for w in unshown_words if _shows_place(cased, w)}
     return [name for name in names if name not in shown] + ([count] if count else [])
 
 
-def _word_forms(name: str) -> list[str]:
-    """How a page may show a name the question writes, folded: as written; a dotted code
-    name by its last part, as documentation lists `cursor()` under its class, not
-    "sqlite3.Connection.cursor"; an adjective of a place by the place's first letters."""
-    if _CODE_NAME.fullmatch(name):
-        return [_fold(name.rsplit(".", 1)[1])]
-    word = _fold(name)
+def _as_shown(name: str) -> str:
+    """A name as a page writes it: a dotted code name by its last part, as documentation
+    lists `cursor()` under its class, not "sqlite3.Connection.cursor"."""
+    return name.rsplit(".", 1)[1] if _CODE_NAME.fullmatch(name) else name
+
+
+def _shows_place(text: str, word: str) -> bool:
+    """Whether text (accents aside, case kept) shows the place a capitalised word of the
+    question may be the adjective of: a capitalised word opening with the question's word
+    less its ending, at least _PLACE_LETTERS letters ("Swed" of "Swedish" in "Sweden").
+    Lower-case words do not count ("Pers" of "Persian" is not in "person"). It reads the
+    ending alone, not whether the word is an adjective: a name ending so ("Titanic") is
+    shown by another that opens with its letters ("Titan")."""
+    if _CODE_NAME.fullmatch(word):
+        return False
+    word = _without_marks(word)
     places = [
         word[: -len(ending)]
         for ending in _PLACE_ADJECTIVE_ENDINGS
         if word.endswith(ending) and len(word) - len(ending) >= _PLACE_LETTERS
     ]
-    return [word, *places]
+    return any(re.search(rf"(?<!\w){re.escape(place)}", text) for place in places)
 
 
 def _fold(text: str) -> str:
     """Text compared without case, accents or the kind of apostrophe."""
+    return _without_marks(text).casefold()
+
+
+def _without_marks(text: str) -> str:
+    """Text without accents, its apostrophes all "'"."""
     decomposed = unicodedata.normalize("NFKD", text.replace("’", "'"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _number_forms(number: str) -> list[str]:

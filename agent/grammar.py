@@ -29,8 +29,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # What a period ends without ending the sentence: letters each with its period ("e.g.",
 # "i.e.", "a.m.", "U.S."), a person's initial ("J. R. R."; not I, V or X, which end
 # sentences as Roman numerals: "World War I."), and titles and shortenings that precede
-# what they qualify ("Dr.", "St.", "vs.", "approx.", "No. 5"). "etc." ends sentences too
-# often to be read so.
+# what they qualify ("Dr.", "St.", "vs.", "approx.", "No. 5"). Some of them end a sentence
+# now and then ("in the U.S.", "Plan B."), which then reads as one with the next; "etc."
+# ends lists, and so sentences, too often to be read so
+# (docs/eval/promotion-rules-abbreviations.md measured the trade on dev).
 _ABBREVIATION_END = re.compile(
     r"(?:(?<![\w.])(?:[A-Za-z]\.){2,}|(?<![\w.])[A-HJ-UWYZ]\."
     r"|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Jr|Sr|vs|cf|al|approx|ca|No|Nos|Vol|Fig|Inc|Ltd)\.)$"

@@ -467,7 +467,8 @@ def test_a_sentence_too_long_to_quote_whole_is_cut_at_a_clause() -> None:
 def test_a_paragraph_is_split_into_sentences_but_not_at_an_abbreviation(
     paragraph: str, sentences: list[str]
 ) -> None:
-    from webgpt.agent.grammar import quotable_sentences, split_sentences
+    from webgpt.agent.grammar import MIN_QUOTE_CHARS, quotable_sentences, split_sentences
 
     assert split_sentences(paragraph) == sentences
-    assert quotable_sentences([paragraph]) == [s for s in sentences if len(s) >= 20]
+    quotable = [s for s in sentences if len(s) >= MIN_QUOTE_CHARS]
+    assert quotable_sentences([paragraph]) == quotable

@@ -132,27 +132,29 @@ def test_a_number_stands_in_a_quote_and_a_name_on_a_quoted_page() -> None:
     assert unshown_names("Who won the 2038 FIFA World Cup?", quotes, [page]) == ["2038"]
     undated = [quoted("Argentina won the final.", title="2022 FIFA World Cup")]
     assert unshown_names("Who won the 2038 FIFA World Cup?", undated, [page]) == ["2038"]
-    # where they state none, a number the question qualifies its subject by may stand on
-    # the page
-    ruler = "Who ruled Zarland from 1603 to 1625?"
-    founder = [quoted("Odo the Tall was the founder of Zarland.", title="Odo the Tall")]
-    reign = "Odo the Tall\nHe reigned from 1603 to 1625."
-    assert unshown_names(ruler, founder) == ["1603", "1625"]
-    assert unshown_names(ruler, founder, [reign]) == []
-    assert unshown_names(ruler.replace("1625", "1626"), founder, [reign]) == ["1626"]
+    # where they state none in digits, a number the question qualifies its subject by may
+    # stand on the page
+    bridge = "how long is the bridge Odo built in 1603"
+    length = [quoted("The Odo Bridge spans four hundred metres.", title="Odo Bridge")]
+    built = "Odo Bridge\nThe bridge was built in 1603 and widened in 1625."
+    assert unshown_names(bridge, length) == ["1603"]
+    assert unshown_names(bridge, length, [built]) == []
+    assert unshown_names(bridge.replace("1603", "1604"), length, [built]) == ["1604"]
     # a number stands alone: 2022 does not show 202, nor 2,022 show 2022
     assert unshown_names("What happened in 202?", quotes) == ["202"]
     assert unshown_names("What is 2022?", [quoted("It was 2,022 km.")]) == ["2022"]
     # a word shows a name that opens it ("Korean" shows "Korea"), in any case
     korean = [quoted("The Korean alphabet is called Hangeul in the ROK.", title="Hangul")]
     assert unshown_names("What is Hangul called in South Korea?", korean) == ["South"]
-    # an adjective of a place is shown by the place, if enough of the place is left
-    kings = [quoted("Odo was King of Sweden and Italy.", title="Odo")]
-    assert unshown_names("Which Swedish king was called Odo?", kings) == []
-    assert unshown_names("Which Italian king was called Odo?", kings) == []
-    assert unshown_names("Which Zorbian king was called Odo?", kings) == ["Zorbian"]
-    assert unshown_names("Was Odo Iraqi?", [quoted("Odo ruled Iran.")]) == ["Iraqi"]
-    assert unshown_names("Was Odo Asian?", [quoted("Odo ruled in Asia.")]) == ["Asian"]
+    # an adjective of a place is shown by the place (a capitalised word), if enough of the
+    # place is left
+    poet = [quoted("Odo wrote verse in Sweden and in Italy.", title="Odo")]
+    assert unshown_names("did Odo write Swedish poems", poet) == []
+    assert unshown_names("did Odo write Italian poems", poet) == []
+    assert unshown_names("did Odo write Zorbian poems", poet) == ["Zorbian"]
+    assert unshown_names("was Odo Iraqi", [quoted("Odo lived in Iran.")]) == ["Iraqi"]
+    assert unshown_names("was Odo Asian", [quoted("Odo lived in Asia.")]) == ["Asian"]
+    assert unshown_names("was Odo Persian", [quoted("Odo, a person of note.")]) == ["Persian"]
     # ...but not one that it merely contains
     assert unshown_names("Where is Tesvara?", [quoted("The Vara river.")]) == ["Tesvara"]
     # small numbers as words and Roman numerals, versions, accents, apostrophes
