@@ -19,7 +19,8 @@ LOOP_TIMES = 3
 _WORD = re.compile(r"\w+")
 _BLANKS = re.compile(r"\S[ \t]{3,}\S")
 # Words that cannot end an English sentence: a sentence whose last word before its
-# citation is one of these was cut short.
+# citation is one of these, in lower case, was cut short. Capitalised, the word is a name
+# ("the letter A", "The Who").
 _OPEN_WORDS = frozenset({
     "a", "an", "the", "of", "in", "to", "for", "with", "by", "from", "on", "at", "as",
     "into", "onto", "than", "and", "or", "but", "nor", "that", "which", "whose", "who",
@@ -71,7 +72,7 @@ def _cut(answer: str) -> bool:
         before = _WORD.findall(answer[: citation.start()])
         if (
             before
-            and before[-1].lower() in _OPEN_WORDS
+            and before[-1] in _OPEN_WORDS
             and not _cited_just_before(answer, citation.start())
         ):
             return True

@@ -49,8 +49,13 @@ MIN_QUOTE_CHARS = 20
 MAX_TERM_CHARS = 160  # a definition's term longer than this is prose, not a name
 _PROSE_ENDINGS = (".", ":", "!", "?", ";", ",")  # a term ends no sentence or clause
 MAX_LINK_CHOICES = 300
-# An answer's text: anything but a citation's brackets, the answer's stop and a line break.
-ANSWER_TEXT = "[^\\[\\]■\\n]"
+# An answer's text: anything but a citation's brackets, a line break, and the answer's stop
+# "■" with its look-alikes (Unicode's Block Elements and Geometric Shapes, U+2580-U+25FF,
+# which no answer needs): a policy that wants to stop before the grammar lets it (no
+# citation yet) writes a look-alike, then its answer again (with_stop;
+# docs/eval/promotion-rules-stop-lookalikes.md).
+_NOT_ANSWER_TEXT = "\\[\\]\\n▀-◿"
+ANSWER_TEXT = f"[^{_NOT_ANSWER_TEXT}]"
 FORCE_FINISH_ACTIONS = 4  # with no quote yet and this many actions left, head for one
 UNQUOTABLE_KINDS = ("blank", "search", "error")  # page kinds the browser refuses a Quote on
 
@@ -392,8 +397,8 @@ def cited_answer_regex(quotes: Sequence[Quoted]) -> str:
 # national team"), or after a short word ("Mount St. Helens"), so the sentence ends at its
 # citation. A group where a class stands, it fills a token's mask in ~17 ms against
 # 0.03 ms, so only a rare rewrite uses it (docs/benchmarks.md).
-_IN_SENTENCE = "[^\\[\\]■\\n.!?]"
-_AFTER_STOP = "[^\\[\\]■\\s.!?]"
+_IN_SENTENCE = f"[^{_NOT_ANSWER_TEXT}.!?]"
+_AFTER_STOP = "[^\\[\\]▀-◿\\s.!?]"
 _SENTENCE_UNIT = (
     f"({_IN_SENTENCE}|[.!?]{_AFTER_STOP}|[.!?] {_AFTER_STOP[:-1]}A-Z]| [A-Za-z]{{1,3}}\\. )"
 )
