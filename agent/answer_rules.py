@@ -222,7 +222,8 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     names = named_things(question)
     if not names:  # most lower-case questions: no page needs reading
         return [count] if count else []
-    quoted = _fold("\n".join(f"{q.title}\n{q.extract}" for q in quotes))
+    quoted_text = "\n".join(f"{q.title}\n{q.extract}" for q in quotes)
+    quoted = _fold(quoted_text)
     numbers = [n for n in names if n[:1].isdigit()]
     words = [n for n in names if not n[:1].isdigit()]
     quotes_state_numbers = _NUMBER.search(quoted) is not None
@@ -233,7 +234,7 @@ def unshown_names(question: str, quotes: Sequence[Quoted], pages: Sequence[str] 
     shown |= {w for w in words if _shows_word(around, _fold(_as_shown(w)))}
     unshown_words = [w for w in words if w not in shown]
     if unshown_words:
-        cased = _without_marks("\n".join([*(f"{q.title}\n{q.extract}" for q in quotes), *pages]))
+        cased = _without_marks("\n".join([quoted_text, *pages]))
         shown |= {w for w in unshown_words if _shows_place(cased, w)}
     return [name for name in names if name not in shown] + ([count] if count else [])
 
