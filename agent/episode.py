@@ -464,17 +464,20 @@ async def write_answer(
 
     answer = await _drafted_answer(result, session, policy, config, prompt, shaped, emit)
     if config.guided and (why := degeneracy(answer, session.question)) is not None:
-        by_quote = None
+        # Each detail names the reason and the draft it turns down: the part alone does not
+        # say what the policy wrote. latest is the last draft written, why its fault.
+        latest = answer
         if config.rewrites_with("degenerate_retry"):
-            await shaped("degenerate_retry", why)
+            await shaped("degenerate_retry", f"{why}; drafted: {answer.strip()}")
             wanted = config.quotes_wanted(session.question)
             cites = _cited_or_first(answer, len(session.quotes), wanted)
-            by_quote = await _write_by_quote(result, session, policy, config, emit, cites)
-        if by_quote is not None and degeneracy(by_quote, session.question) is None:
-            answer, result.dangling_citations = served_answer(by_quote, len(session.quotes))
+            latest, why = await _write_by_quote(result, session, policy, config, emit, cites)
+            why = why or degeneracy(latest, session.question)
+        if why is None:
+            answer, result.dangling_citations = served_answer(latest, len(session.quotes))
         else:
             answer, result.dangling_citations = decline_answer(session.question), []
-            await shaped("degenerate_decline", why)
+            await shaped("degenerate_decline", f"{why}; drafted: {latest.strip()}")
             await draft(answer)
     if config.decline_judge is not None and not is_declined(answer):
         answer = await _judged(result, session.question, prompt, answer, config, shaped, draft)
@@ -590,17 +593,19 @@ async def _write_by_quote(
     config: EpisodeConfig,
     emit: Emit | None,
     cites: Sequence[int],
-) -> str | None:
+) -> tuple[str, str | None]:
     """An answer written from its start a sentence a quote: each of the quotes numbered
     cites (_cited_or_first: as many as the question wants) opens a sentence with its first
     MIN_OPENING_WORDS words, which ends at its citation (grammar.quoted_sentence_regex), so
-    that neither runs into the other. None where a quote's words cannot open a sentence, a
-    sentence runs to the token limit, or the sentences say something twice."""
+    that neither runs into the other. With what was written, why it is no answer (None
+    where it is one, as far as this writing can tell): a quote's words cannot open a
+    sentence ("opening"), a sentence runs to the token limit ("cut"), or the sentences say
+    something twice ("repeat")."""
     prompt, written = session.answer_prompt(), ""
     for cite in cites:
         opening = " ".join(session.quotes[cite - 1].extract.split()[:MIN_OPENING_WORDS])
         if not _opens_a_sentence(opening):
-            return None
+            return written, "opening"
         head = f"{written} {opening}" if written else opening
         if emit is not None:
             new_draft = "" if written else "\n"  # the trace shows each draft on a line
@@ -609,10 +614,10 @@ async def _write_by_quote(
             )
         sampling = answer_sampling(config, session.quotes, "cited", sentence_cite=cite)
         text, finish = await _stream_answer(result, policy, prompt + head, sampling, emit)
-        if finish == "length":
-            return None
         written = head + text
-    return written if distinct_sentence_count(written) >= len(cites) else None
+        if finish == "length":
+            return written, "cut"
+    return written, None if distinct_sentence_count(written) >= len(cites) else "repeat"
 
 
 async def _stream_answer(

@@ -453,8 +453,12 @@ async def test_a_retry_that_runs_on_too_is_declined(
     result = await run_episode(0, web.session(), policy, question, config, collect_into(events))
     assert result.answer == decline_answer(question) and result.references == []
     assert result.shaped_by == ["degenerate_retry", "degenerate_decline"]
+    # each part names its reason and the draft it turned down: the decline, the retry's
     shaped = [(e.part, e.detail) for e in events if isinstance(e, ShapedEvent)]
-    assert shaped == [("degenerate_retry", "repeat"), ("degenerate_decline", "repeat")]
+    assert shaped[0] == ("degenerate_retry", f"repeat; drafted: {REPEATED}")
+    assert shaped[1][0] == "degenerate_decline"
+    assert shaped[1][1].startswith("cut; drafted: ")
+    assert shaped[1][1].endswith(" of the genus Corvus")
     assert len([r for r in script.requests if r.get("stream")]) == 2  # one retry, no more
 
 
