@@ -477,7 +477,8 @@ async def write_answer(
             answer, result.dangling_citations = served_answer(latest, len(session.quotes))
         else:
             answer, result.dangling_citations = decline_answer(session.question), []
-            await shaped("degenerate_decline", f"{why}; drafted: {latest.strip()}")
+            drafted = f"; drafted: {latest.strip()}" if latest.strip() else ""
+            await shaped("degenerate_decline", why + drafted)
             await draft(answer)
     if config.decline_judge is not None and not is_declined(answer):
         answer = await _judged(result, session.question, prompt, answer, config, shaped, draft)

@@ -575,3 +575,44 @@ def test_a_repeat_is_measured_as_the_evaluator_does() -> None:
     assert degeneracy(REPEATED, "How do crows recognise faces?") == "repeat"
     assert distinct_sentence_count(f"{HEAD} individual human faces [2].") == 2
     assert degeneracy(f"{HEAD} individual human faces [2].", "How do crows recognise?") is None
+
+
+async def test_a_retry_whose_quote_cannot_open_a_sentence_declines_and_says_so(
+    tmp_path: Path, policy: OpenAIPolicy, script: Script
+) -> None:
+    """The one quote opens with what an answer may not write (an image's bracket): the
+    retry has no sentence to open, so the episode declines, and the trace says so rather
+    than repeating the first draft's fault."""
+    from webgpt.browser.corpus import build_corpus, folder_pages
+    from webgpt.browser.web import WebOptions
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "crow-caches.html").write_text(
+        "<html><head><title>Crow caches</title></head><body><main><h1>Crow caches</h1>"
+        '<p><img src="crow.png" alt="a crow"> Crows hide food in caches and find it again '
+        "months later.</p></main></body></html>"
+    )
+    store = tmp_path / "web.sqlite"
+    build_corpus(store, [("notes", folder_pages(pages, "https://notes.example", "notes"))])
+    web = Web(WebOptions(offline_store=store, offline_only=True, js_mode="never"))
+    quote = "[Image: a crow] Crows hide food in caches and find it again months later."
+    drafted = "Crows hide food in caches [1]. Crows hide food in caches [1]."
+    script.commands = ["Search crow caches", "Clicked on link 0", f"Quote: {quote}", "End: Answer"]
+    script.answers = [drafted]
+    question = "Where do crows keep their food?"
+    events: list[TraceEvent] = []
+    try:
+        result = await run_episode(
+            0, web.session(), policy, question, EpisodeConfig(), collect_into(events)
+        )
+    finally:
+        await web.aclose()
+    assert [q.extract for q in result.quotes] == [quote]
+    assert result.answer == decline_answer(question)
+    shaped = [(e.part, e.detail) for e in events if isinstance(e, ShapedEvent)]
+    assert shaped == [
+        ("degenerate_retry", f"repeat; drafted: {drafted}"),
+        ("degenerate_decline", "opening"),  # nothing written again to show
+    ]
+    assert len([r for r in script.requests if r.get("stream")]) == 1
