@@ -26,8 +26,9 @@ from webgpt.agent.grammar import (
 )
 from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.agent.trace import AnswerDeltaEvent, ShapedEvent, TraceEvent
+from webgpt.browser.corpus import build_corpus, folder_pages
 from webgpt.browser.session import SessionConfig
-from webgpt.browser.web import Web
+from webgpt.browser.web import Web, WebOptions
 
 EXPLANATIONS = [
     "How does a refrigerator keep food cold?",
@@ -583,9 +584,6 @@ async def test_a_retry_whose_quote_cannot_open_a_sentence_declines_and_says_so(
     """The one quote opens with what an answer may not write (an image's bracket): the
     retry has no sentence to open, so the episode declines, and the trace says so rather
     than repeating the first draft's fault."""
-    from webgpt.browser.corpus import build_corpus, folder_pages
-    from webgpt.browser.web import WebOptions
-
     pages = tmp_path / "pages"
     pages.mkdir()
     (pages / "crow-caches.html").write_text(
