@@ -90,6 +90,9 @@ class Outcome:
     # Where the episode's time went (agent.episode.Timings): what a speed change moves
     timings: dict[str, float] = field(default_factory=dict)
     asked: str | None = None  # a follow-up as browsed, where made standalone differs
+    # The episode's commands as the policy wrote them, in order: how it browsed, for
+    # reading a run's misses without running its episodes again
+    commands: list[str] = field(default_factory=list)
 
     @property
     def long_enough(self) -> bool:
@@ -344,6 +347,7 @@ async def evaluate_policy(
                     "scoring_s": round(result.timings.scoring_s, 3),
                 },
                 asked=asked if asked != question.question else None,
+                commands=[step.command for step in result.steps],
             )
         )
         if progress is not None:

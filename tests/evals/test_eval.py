@@ -89,6 +89,7 @@ async def test_eval_figures_for_right_wrong_and_unfaithful_answers(
     figures = report.figures()
     assert [o.correct for o in report.outcomes] == [True, False, True]
     assert [o.faithful for o in report.outcomes] == [True, True, False]
+    assert [o.commands for o in report.outcomes] == COMMANDS  # an invalid one too
     assert figures["questions"] == 3
     assert figures["correct"] == round(2 / 3, 4)
     assert figures["cited"] == 1.0
