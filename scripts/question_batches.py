@@ -31,7 +31,9 @@ from webgpt.learning.question_generator import wikipedia_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PEOPLE = ROOT / "data" / "questions" / "people.jsonl"
-_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+# A URL as files write it: its own balanced parentheses kept ("Mercury_(planet)"), a
+# Markdown link's closing one left out.
+_URL = re.compile(r"https?://(?:[^\s\"'<>()\[\]]|\([^\s\"'<>()]*\))+")
 
 
 def named_urls(root: Path, skip: Path | None = None) -> set[str]:

@@ -1,5 +1,6 @@
 """scripts/question_batches.py: the pages handed to people who write training questions."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -93,3 +94,25 @@ def test_a_missing_or_broken_store_is_named(tmp_path: Path) -> None:
         )
         assert run.returncode == 2 and str(store) in run.stderr, run.stderr
         assert not (tmp_path / "out").exists()
+
+
+def test_urls_named_in_files_keep_their_own_parentheses(tmp_path: Path) -> None:
+    """A page whose address holds parentheses is named by a file that writes it (the sealed
+    set's check and --unused read this), and a Markdown link's closing one is not the
+    address's."""
+    spec = importlib.util.spec_from_file_location("question_batches", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "notes.md").write_text(
+        "See https://en.wikipedia.org/wiki/Mercury_(planet). And [a link](https://example.org/a).\n"
+        '{"url": "https://en.wikipedia.org/wiki/Bass_(fish)"}\n'
+    )
+    (tmp_path / "skipped.md").write_text("https://example.org/skipped\n")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
+    assert script.named_urls(tmp_path, skip=(tmp_path / "skipped.md").resolve()) == {
+        "https://en.wikipedia.org/wiki/Mercury_(planet)",
+        "https://example.org/a",
+        "https://en.wikipedia.org/wiki/Bass_(fish)",
+    }
