@@ -52,6 +52,9 @@ _TRAILING = {
     "for", "like", "about", "of", "from", "to", "with", "in", "on", "at", "by", "as", "into",
 }  # fmt: skip
 _DETERMINERS = {"the", "a", "an", "his", "her", "its", "their", "my", "your", "our", "this"}
+# A word and the punctuation written after it ("discover,").
+_WORD_AND_MARKS = re.compile(r"^(?P<word>\w[\w'’-]*)(?P<marks>\W*)$")
+_NO_BRACKETS = str.maketrans("[]", "()")
 
 
 def is_declined(answer: str | None) -> bool:
@@ -112,8 +115,10 @@ def _past(verb: str) -> str:
 def indirect_question(question: str) -> str:
     """The question as a clause after "do not say": "When was Ada Lovelace born?" ->
     "when Ada Lovelace was born"; "Who won the 2026 FIFA World Cup?" -> "who won the 2026
-    FIFA World Cup". Where the word order is unclear: "the answer to “<question>”"."""
-    text = " ".join(question.strip().rstrip("?.! ").split())
+    FIFA World Cup". Where the word order is unclear: "the answer to “<question>”". A
+    decline cites nothing, so the question's square brackets (a config section, an index)
+    are written as parentheses."""
+    text = " ".join(question.strip().rstrip("?.! ").translate(_NO_BRACKETS).split())
     if not text:
         return "the answer to the question"
     first = text.split(" ", 1)[0]
@@ -137,8 +142,12 @@ def indirect_question(question: str) -> str:
         verb_at = _subject_end(rest)
         if verb_at is None:
             return f"the answer to “{text}?”"
-        verb = rest[verb_at]
-        return " ".join([wh, *rest[:verb_at], _past(verb), *rest[verb_at + 1 :]])
+        # the verb's past, its punctuation kept after it ("discover," -> "discovered,")
+        verb = _WORD_AND_MARKS.match(rest[verb_at])
+        if verb is None:
+            return f"the answer to “{text}?”"
+        past = _past(verb["word"]) + verb["marks"]
+        return " ".join([wh, *rest[:verb_at], past, *rest[verb_at + 1 :]])
     if aux in {"does", "do"}:
         if last in _DOES:  # "what does X do" -> "what X does"
             return f"{wh} {' '.join(subject)} {last if aux == 'do' else _DOES[last]}"
