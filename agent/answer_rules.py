@@ -1,11 +1,10 @@
-"""What a question asks, read from its words: whether it wants an explanation, and what it
-names that the quotes collected for it must show.
+"""What a question names that the quotes collected for it must show, read from its words.
 
-Two rules of guided decoding rest on this reading (agent.episode, docs/questions.md,
-"Answer rules"): a how/why question browses until it holds three quotes, so that its
-answer can cite several, WebGPT's answer style; and a question naming something that no
-quote shows (a year, a name, a function) is declined rather than answered with a claim
-about something else ("Who won the 2038 FIFA World Cup?" answered from a quote about 2022).
+A rule of guided decoding rests on this reading (agent.episode, docs/questions.md, "Answer
+rules"): a question naming something that no quote shows (a year, a name, a function) is
+declined rather than answered with a claim about something else ("Who won the 2038 FIFA
+World Cup?" answered from a quote about 2022). Whether a question asks for an explanation
+is read by a learned model (agent.question_kind).
 """
 
 import re
@@ -17,31 +16,6 @@ from webgpt.agent.declines import is_declined
 from webgpt.agent.grammar import Quoted
 
 CITATION = re.compile(r"\[(\d+)\]")  # [n] in an answer: quote n
-_CONTRACTED_IS = re.compile(r"\b(what|who|how|where|when|why)'s\b")  # "what's" -> "what is"
-_CLAUSES = re.compile(r",? and (?=(?:what|why|how|who|where|when|which)\b)")
-_EXPLAIN_OPENINGS = re.compile(
-    r"^(?:why|explain|describe|tell me|what should i know|what happens|what happened"
-    r"|what causes|what caused|what makes|what made|what counts as|what does it mean"
-    r"|how (?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|to|come)\b"
-    r"|what (?:is|are|was|were) the (?:symptoms|causes|effects|consequences|advantages"
-    r"|disadvantages|benefits|uses|difference|differences|purpose|significance|history|role)\b)"
-)
-# "What is X used for?", "what was X like", "what did X do", "what topics do X deal with":
-# asks about what X is or does.
-_EXPLAIN_ENDINGS = re.compile(
-    r"\b(?:used for|known for|like|about|made|made from|made of|do|based on|deal with"
-    r"|(?:have|has|had) to do with(?: each other)?)$"
-)
-# "What is X?", "Who was X?": a definition, unless X is a relation ("the capital of France",
-# "Hangul called in North Korea", "Mozart's shoe size"), a superlative or a number.
-_WHAT_IS = re.compile(r"^(?:what|who) (?:is|are|was|were) (?P<subject>.+)$")
-_RELATION_WORDS = {
-    "of", "in", "on", "at", "for", "by", "from", "to", "with", "between", "called", "named",
-    "name", "than", "as", "when", "where",
-}  # fmt: skip
-_MAX_DEFINED_WORDS = 6
-# A question about a documented function is answered by its documentation's one sentence.
-_API_WORDS = {"function", "method", "module", "class", "attribute", "parameter", "argument"}
 # A question's words that name something: a number, a dotted code name, a capitalised word.
 # A number stands alone: the digits of "NH4NO3" and "100m" are part of a word.
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
@@ -141,33 +115,6 @@ def _content_words(text: str) -> list[str]:
 
 
 _QUOTE_SENTENCE_START = re.compile(r"(?<=[.!?])\s+")
-
-
-def asks_for_explanation(question: str) -> bool:
-    """Whether the question asks how or why, or what something is: answers of several
-    sentences from several quotes. "How many", "what is the capital of X" and "what does
-    json.dumps() do" (one documented sentence) ask for a fact."""
-    text = " ".join(question.strip().rstrip("?.! ").lower().replace("’", "'").split())
-    text = _CONTRACTED_IS.sub(r"\1 is", text)
-    return any(_explains(clause) for clause in _CLAUSES.split(text))
-
-
-def _explains(clause: str) -> bool:
-    if _CODE_NAME.search(clause) or "()" in clause or _API_WORDS.intersection(clause.split()):
-        return False
-    if _EXPLAIN_OPENINGS.match(clause):
-        return True
-    if clause.startswith(("what ", "who ")) and _EXPLAIN_ENDINGS.search(clause):
-        return True
-    match = _WHAT_IS.match(clause)
-    if match is None:
-        return False
-    words = match["subject"].split()
-    return (
-        len(words) <= _MAX_DEFINED_WORDS
-        and not _RELATION_WORDS.intersection(words)
-        and not any(w[:1].isdigit() or w.endswith(("est", "'s", "’s")) for w in words)
-    )
 
 
 def uncounted(question: str, quotes: Sequence[Quoted]) -> str | None:

@@ -32,6 +32,7 @@ from webgpt.agent.model import (
     quote_ranker_path,
     reward_model_folder,
 )
+from webgpt.agent.question_kind import QuestionKindSettings, load_question_kind
 from webgpt.agent.quote_ranking import QuoteRanker
 from webgpt.agent.registry import PolicyRegistry, describe, is_adapter
 from webgpt.agent.scoring import Scorer
@@ -76,6 +77,15 @@ def add_answer_rules(parser: argparse.ArgumentParser) -> None:
         default=3,
         help="quotes a how/why question collects before it answers "
         '(default 3; 1: as any question; docs/questions.md, "Answer rules")',
+    )
+    parser.add_argument(
+        "--question-kind",
+        type=Path,
+        default=QuestionKindSettings().question_kind,
+        metavar="FOLDER",
+        help="the model that reads whether a question asks how or why (`webgpt train "
+        "question-kind`; default: $WEBGPT_QUESTION_KIND, as the service reads it, else the "
+        'shipped one; docs/agent.md, "Explanations read by a learned model")',
     )
     parser.add_argument(
         "--no-grounded-declines",
@@ -200,6 +210,7 @@ def answer_rules(args: argparse.Namespace) -> dict[str, Any]:
     """The EpisodeConfig fields that add_answer_rules' options set."""
     return {
         "explanation_quotes": args.explanation_quotes,
+        "question_kind": load_question_kind(args.question_kind),
         "grounded_declines": not args.no_grounded_declines,
         "answerability": load_answerability(args.answerability, getattr(args, "store", None)),
         "evidence_declines": args.evidence_declines,

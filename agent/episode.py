@@ -9,7 +9,6 @@ from typing import Literal
 
 from webgpt.agent.answer_rules import (
     CITATION,
-    asks_for_explanation,
     distinct_sentence_count,
     unshown_names,
 )
@@ -33,6 +32,7 @@ from webgpt.agent.grammar import (
 )
 from webgpt.agent.policy import Policy, Sampling, Usage
 from webgpt.agent.prompts import ANSWER_STOP, COMMAND_STOP, browsing_prompt
+from webgpt.agent.question_kind import QuestionKindModel, load_question_kind
 from webgpt.agent.quote_ranking import QuoteRanker, evidence_lead, page_quotes, ranked_quotes
 from webgpt.agent.result_order import BestPageFirst
 from webgpt.agent.scoring import ScoredAnswer, Scorer
@@ -114,6 +114,9 @@ class EpisodeConfig:
     # question asking how or why browses until it holds this many quotes (unless its
     # actions run out); 1: as any question.
     explanation_quotes: int = 3
+    # What reads whether a question asks how or why (agent.question_kind): the shipped
+    # learned model unless another is named (`--question-kind`).
+    question_kind: QuestionKindModel = field(default_factory=load_question_kind, compare=False)
     # Decline, rather than answer, when the question names something (a year, a name, a
     # function) that no collected quote shows.
     grounded_declines: bool = True
@@ -132,16 +135,17 @@ class EpisodeConfig:
     # the episode's first Search is the question's own words (agent.queries.question_query).
     question_search: bool = True
     # Learned quote choice (agent.quote_ranking; docs/agent.md, "Learned quote choice"): a
-    # Quote for a question that does not ask for an explanation may take only the
-    # relevant_quotes sentences in view that this ranker, a checkpoint of `webgpt
-    # comparisons quotes` + `webgpt train rm`, scores highest (an explanation is built from
-    # several, and is offered all); where the policy quotes from the view a page opened
-    # at, the Quote takes the ranker's best of the whole page (page_quote). Without a
-    # ranker, or with relevant_quotes None, any sentence in view. The commands and the
-    # service load the shipped ranker by default (agent.model.load_quote_ranker).
+    # question's first Quote, and every Quote of one that does not ask for an explanation,
+    # may take only the relevant_quotes sentences in view that this ranker, a checkpoint of
+    # `webgpt comparisons quotes` + `webgpt train rm`, scores highest (an explanation is
+    # built from several, and is offered all after its first); where the policy quotes
+    # from the view a page opened at, the Quote takes the ranker's best of the whole page
+    # (page_quote). Without a ranker, or with relevant_quotes None, any sentence in view.
+    # The commands and the service load the shipped ranker by default
+    # (agent.model.load_quote_ranker).
     relevant_quotes: int | None = 1
     quote_ranker: QuoteRanker | None = field(default=None, compare=False)
-    # Learned result order (agent.result_order): where the ranker narrows the question's
+    # Learned result order (agent.result_order): where the ranker narrows a fact's every
     # Quote, each search shows its first results best page first, by the ranker's score of
     # each page's best sentence.
     result_order: bool = False
@@ -183,16 +187,22 @@ class EpisodeConfig:
         if unknown := sorted(set(self.rewrites) - REWRITES):
             raise ValueError(f"rewrites {unknown}: give parts of {sorted(REWRITES)}")
 
-    def quote_choices(self, question: str) -> int | None:
-        """How many of the sentences in view a Quote may take (None: any of them)."""
-        if self.quote_ranker is None or asks_for_explanation(question):
+    def quote_choices(self, question: str, quotes_held: int = 0) -> int | None:
+        """How many of the sentences in view a Quote may take (None: any of them), with
+        quotes_held quotes collected. Any question's first quote is the ranker's best, so
+        that a fact read as an explanation still quotes what a fact's browsing would; an
+        explanation's others are any sentence in view, as it is built from several
+        (docs/eval/promotion-rules-soft-reading.md)."""
+        if self.quote_ranker is None:
+            return None
+        if quotes_held > 0 and self.question_kind.asks_for_explanation(question):
             return None
         return self.relevant_quotes
 
     def quotes_wanted(self, question: str) -> int:
         """How many quotes the question's browsing should collect (a degenerate answer's retry
         writes a sentence from each)."""
-        if self.guided and asks_for_explanation(question):
+        if self.guided and self.question_kind.asks_for_explanation(question):
             return self.explanation_quotes
         return 1
 
@@ -302,16 +312,17 @@ async def run_episode(
     started = time.perf_counter()
     result = EpisodeResult(episode, None, [], None)
     observation = session.reset(question)
-    limit = config.quote_choices(question)
-    ranker = config.quote_ranker if config.guided and limit is not None else None
+    ranker = config.quote_ranker if config.guided else None
     order = None
-    if ranker is not None and config.result_order:
+    # the learned result order serves a fact, whose every quote the ranker narrows
+    if ranker is not None and config.result_order and config.quote_choices(question, 1):
         order = BestPageFirst(ranker, question, session.peek)
     session.result_order = order  # this episode's alone
     if emit is not None:
         await emit(EpisodeStartEvent(episode=episode, question=question))
     while not session.done:
         ranked = None
+        limit = config.quote_choices(question, len(session.quotes))
         if ranker is not None and limit is not None:
             clock = time.perf_counter()
             ranked = await ranked_quotes(

@@ -299,6 +299,22 @@ def register_train(kinds: "argparse._SubParsersAction[argparse.ArgumentParser]")
     answerability.add_argument("--out", type=Path, required=True, help="the model's folder")
     answerability.add_argument("--store", type=Path, default=None, help="offline web file")
     answerability.set_defaults(run=_train_answerability)
+    question_kind = kinds.add_parser(
+        "question-kind",
+        help="the model that reads whether a question asks for an explanation",
+        description="Fits agent.question_kind's model on training questions that name their "
+        "kind, long-form or factoid (learning/question_kind.py; docs/agent.md, "
+        '"Explanations read by a learned model").',
+    )
+    question_kind.add_argument(
+        "--questions",
+        type=Path,
+        action="append",
+        required=True,
+        help="a question file of split train, repeatable",
+    )
+    question_kind.add_argument("--out", type=Path, required=True, help="the model's folder")
+    question_kind.set_defaults(run=_train_question_kind)
 
 
 def _train_answerability(args: argparse.Namespace) -> int:
@@ -306,6 +322,13 @@ def _train_answerability(args: argparse.Namespace) -> int:
     from webgpt.learning.answerability import train
 
     train(args.episodes, args.store or default_store_path(), args.out, print_progress)
+    return 0
+
+
+def _train_question_kind(args: argparse.Namespace) -> int:
+    from webgpt.learning.question_kind import train
+
+    train(args.questions, args.out, print_progress)
     return 0
 
 

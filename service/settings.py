@@ -10,6 +10,8 @@ from pydantic import Field, SecretStr, field_validator
 from webgpt.agent.answerability import load_answerability
 from webgpt.agent.episode import MAX_EXPLANATION_QUOTES
 from webgpt.agent.model import DEFAULT_QUOTE_RANKER, DEFAULT_REWARD
+from webgpt.agent.question_kind import SHIPPED as SHIPPED_QUESTION_KIND
+from webgpt.agent.question_kind import load_question_kind
 from webgpt.browser.web import WebSettings
 from webgpt.infra.settings import Settings, webgpt_home
 from webgpt.service.access import ApiKey, parse_keys
@@ -78,6 +80,9 @@ class ServiceSettings(Settings):
     # question collects and cites (1: as any question), and declines of questions naming
     # what no quote shows.
     explanation_quotes: int = Field(default=3, ge=1, le=MAX_EXPLANATION_QUOTES)
+    # What reads whether a question asks how or why (agent.question_kind): a folder of
+    # `webgpt train question-kind`, the shipped model by default.
+    question_kind: Path = SHIPPED_QUESTION_KIND
     grounded_declines: bool = True
     # Declines by answerability (agent.episode.EpisodeConfig.answerability; docs/agent.md,
     # "Declines by answerability"): a folder of `webgpt train answerability`, whose model
@@ -204,6 +209,7 @@ class ServiceSettings(Settings):
         for a new policy version's canaries alike."""
         return {
             "explanation_quotes": self.explanation_quotes,
+            "question_kind": load_question_kind(self.question_kind),
             "grounded_declines": self.grounded_declines,
             "answerability": load_answerability(self.answerability, WebSettings().offline_store),
             "evidence_declines": self.evidence_declines,

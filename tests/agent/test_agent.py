@@ -13,6 +13,7 @@ from webgpt.agent.declines import decline_answer, is_declined
 from webgpt.agent.episode import EpisodeConfig, check_citations, run_episode
 from webgpt.agent.errors import ConfigurationError, PolicyError
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.question_kind import QuestionKindModel
 from webgpt.agent.scoring import ScoredAnswer
 from webgpt.agent.trace import TraceEvent
 from webgpt.browser.events import CollectedQuote
@@ -25,6 +26,11 @@ CROW_EPISODE = [
     "Quote: Crows can recognise individual human faces and remember them for years.",
     "End: Answer",
 ]
+
+# Readings of a question's kind that hold whatever the shipped model's weights: a test of how
+# a fact's or an explanation's episode runs names the kind it means.
+READS_FACTS = QuestionKindModel(weights={}, bias=-5.0)
+READS_EXPLANATIONS = QuestionKindModel(weights={}, bias=5.0)
 
 
 def quoted(extract: str, title: str = "Page") -> CollectedQuote:
@@ -60,7 +66,8 @@ async def test_episode_follows_the_protocol(web: Web, policy: OpenAIPolicy, scri
     async def collect(event: TraceEvent) -> None:
         events.append(event)
 
-    result = await Agent(web, policy).answer("Do crows recognise faces?", emit=collect)
+    agent = Agent(web, policy, episode=EpisodeConfig(question_kind=READS_FACTS))
+    result = await agent.answer("Do crows recognise faces?", emit=collect)
 
     assert result.answer == "Crows recognise human faces and remember them [1]."
     [reference] = result.references
@@ -208,7 +215,8 @@ async def test_a_server_that_ignores_the_grammar_gets_no_command_outside_it_exec
     async def collect(event: TraceEvent) -> None:
         events.append(event)
 
-    result = await Agent(web, policy).answer("Do crows recognise faces?", emit=collect)
+    agent = Agent(web, policy, episode=EpisodeConfig(question_kind=READS_FACTS))
+    result = await agent.answer("Do crows recognise faces?", emit=collect)
 
     assert result.answer == answer
     assert [r.extract for r in result.references] == [real.removeprefix("Quote: ")]

@@ -9,7 +9,6 @@ import pytest
 from tests.agent.fake_policy import Script
 from tests.agent.test_agent import CROW_EPISODE, collect_into, quoted
 from webgpt.agent.answer_rules import (
-    asks_for_explanation,
     distinct_sentence_count,
     named_things,
     restates_question,
@@ -29,50 +28,6 @@ from webgpt.agent.trace import AnswerDeltaEvent, ShapedEvent, TraceEvent
 from webgpt.browser.corpus import build_corpus, folder_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
-
-EXPLANATIONS = [
-    "How does a refrigerator keep food cold?",
-    "how do i get the environment variables passed to my python script",
-    "Why is the sky blue?",
-    "Tell me about the Namib Desert",
-    "What was the Hittite Empire?",
-    "What is seismology used for?",
-    "what are the symptoms of measles",
-    "what causes tides and rip currents",
-    "how long was a cubit and why was it used",  # a fact, and then an explanation
-    "Who was Ada Lovelace?",
-    "what do the hague conventions do",
-    "What’s the difference between a crow and a raven",
-    "what counts as folk music",
-    "what topics do the vedas deal with",
-    "how long was a furlong and what was it based on",
-    "What do Python and Perl have to do with each other",
-    "what does it mean for two triangles to be congruent",
-]
-FACTS = [
-    "How many people live in Tokyo?",
-    "how tall is the eiffel tower",
-    "What is the capital of North Macedonia?",
-    "What is Hangul called in South Korea?",
-    "What was Beethoven's shoe size?",
-    "What is the largest planet?",
-    "What does json.dumps() do?",
-    "What does the json module's dumps function do?",
-    "Who won the 2038 FIFA World Cup?",
-    "who was ghana's first president",
-    "When was Ada Lovelace born?",
-    "what does the latin word aquila mean",
-]
-
-
-@pytest.mark.parametrize("question", EXPLANATIONS)
-def test_how_and_why_questions_ask_for_explanations(question: str) -> None:
-    assert asks_for_explanation(question)
-
-
-@pytest.mark.parametrize("question", FACTS)
-def test_questions_of_fact_do_not(question: str) -> None:
-    assert not asks_for_explanation(question)
 
 
 def test_a_question_names_its_numbers_code_and_capitalised_words() -> None:
@@ -314,7 +269,6 @@ async def test_an_episode_holds_an_explanation_to_its_quotes(
 @pytest.mark.parametrize("question", ["", "   ", "???", "-- '' ’s", "A" * 2000, "Why " * 500])
 def test_broken_questions_are_read_without_error(question: str) -> None:
     """Empty, punctuation-only and longest-allowed questions: a plain reading, no error."""
-    assert asks_for_explanation(question) in (True, False)
     names = named_things(question)
     assert unshown_names(question, [quoted("Crows are birds.")], ["Crow page"]) == [
         n for n in names if n.casefold() not in "crows are birds crow page"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.fake_policy import Script
-from tests.agent.test_agent import CROW_EPISODE, collect_into
+from tests.agent.test_agent import CROW_EPISODE, READS_EXPLANATIONS, READS_FACTS, collect_into
 from webgpt.agent.answer import Agent
 from webgpt.agent.declines import decline_answer
 from webgpt.agent.episode import EpisodeConfig, EpisodeResult, run_episode
@@ -78,16 +78,27 @@ async def test_an_episode_offers_a_factoid_the_sentence_the_ranker_picks(
     assert result.timings.scoring_s > 0
 
 
-async def test_an_explanation_is_not_ranked_and_the_answer_names_the_ranker(
+async def test_an_explanations_first_quote_is_the_rankers_and_its_others_any_in_view(
     web: Web, policy: OpenAIPolicy, script: Script
 ) -> None:
-    script.commands = [*CROW_EPISODE[:2], f"Quote: {FIRST_SENTENCE}", f"Quote: {FACES}"]
-    script.answers = ["Crows are corvids [1]. They remember faces [2]."]
-    ranker = WordRanker("genus")
-    agent = Agent(web, policy, episode=EpisodeConfig(quote_ranker=ranker))
-    result = await agent.answer("How do crows remember faces?")
-    assert ranker.calls == []  # every sentence in view is offered to an explanation
-    assert [r.extract for r in result.references] == [FIRST_SENTENCE, FACES]
+    """A question read as an explanation quotes first what a fact's browsing would (the
+    ranker's best), then any sentence in view; the answer names the ranker."""
+    script.commands = [*CROW_EPISODE[:2], f"Quote: {FACES}", f"Quote: {FIRST_SENTENCE}"]
+    script.answers = ["Crows remember faces [1]. They are corvids [2]."]
+    ranker = WordRanker("faces")
+    config = EpisodeConfig(quote_ranker=ranker, question_kind=READS_EXPLANATIONS)
+    events: list[TraceEvent] = []
+    agent = Agent(web, policy, episode=config)
+    result = await agent.answer("How do crows remember faces?", emit=collect_into(events))
+    assert [r.extract for r in result.references] == [FACES, FIRST_SENTENCE]
+    requests = [r for r in script.requests if not r.get("stream")]
+    first, second = (r["structured_outputs"]["regex"] for r in requests[2:4])
+    assert not re.fullmatch(first, f"Quote: {FIRST_SENTENCE}\n")  # only the ranker's pick
+    assert re.fullmatch(first, f"Quote: {FACES}\n")
+    assert re.fullmatch(second, f"Quote: {FIRST_SENTENCE}\n")  # any sentence in view
+    actions = [e for e in events if isinstance(e, ActionEvent)]
+    assert "ranked_quotes" in actions[2].narrowed
+    assert "ranked_quotes" not in actions[3].narrowed
     assert result.versions["quote_ranker"] == "word-ranker"
 
 
@@ -190,17 +201,19 @@ def test_the_page_candidates_hold_the_questions_rarer_words() -> None:
     assert page_candidates("census", FILLER, limit=2) == FILLER[:2]
 
 
-def test_a_factoid_is_narrowed_only_with_a_ranker_and_an_explanation_never() -> None:
-    """One sentence suits a factoid; an explanation is built from several (v17-I lost 8 of
-    28 long-form answers when it was narrowed too)."""
-    ranked = EpisodeConfig(quote_ranker=WordRanker("genus"))
-    assert ranked.quote_choices("Do crows remember human faces?") == 1
-    assert ranked.quote_choices("How do crows remember human faces?") is None
-    assert EpisodeConfig().quote_choices("Do crows remember human faces?") is None
+def test_a_first_quote_is_narrowed_with_a_ranker_and_an_explanations_others_never() -> None:
+    """One sentence suits a fact, and any question's first quote; an explanation is built
+    from several (v17-I lost 8 of 28 long-form answers when its every quote was narrowed)."""
+    question = "Do crows remember human faces?"
+    fact = EpisodeConfig(quote_ranker=WordRanker("genus"), question_kind=READS_FACTS)
+    assert fact.quote_choices(question) == 1
+    assert fact.quote_choices(question, quotes_held=1) == 1
+    explanation = EpisodeConfig(quote_ranker=WordRanker("genus"), question_kind=READS_EXPLANATIONS)
+    assert explanation.quote_choices(question) == 1
+    assert explanation.quote_choices(question, quotes_held=1) is None
+    assert EpisodeConfig(question_kind=READS_FACTS).quote_choices(question) is None
     assert (
-        EpisodeConfig(relevant_quotes=None, quote_ranker=WordRanker("x")).quote_choices(
-            "Do crows remember human faces?"
-        )
+        EpisodeConfig(relevant_quotes=None, quote_ranker=WordRanker("x")).quote_choices(question)
         is None
     )
     with pytest.raises(ValueError, match="1 or more"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.fake_policy import Script
-from tests.agent.test_agent import collect_into
+from tests.agent.test_agent import READS_EXPLANATIONS, READS_FACTS, collect_into
 from tests.agent.test_quote_ranking import WordRanker
 from tests.scripts import load_script
 from webgpt.agent.episode import EpisodeConfig, run_episode
@@ -84,8 +84,10 @@ async def test_an_episode_shows_its_searches_best_page_first_and_says_so(
     engine = await birds_web.session().engine.search("crows remember human face", 10)
     third = engine[2].title  # the ranker prefers its page's sentences: they hold its name
     ranker = WordRanker(third)
-    config = EpisodeConfig(relevant_quotes=1, quote_ranker=ranker, result_order=True)
-    assert config.quote_choices(QUESTION) == 1  # a factoid the ranker narrows
+    config = EpisodeConfig(
+        relevant_quotes=1, quote_ranker=ranker, result_order=True, question_kind=READS_FACTS
+    )
+    assert config.quote_choices(QUESTION, quotes_held=1) == 1  # a fact the ranker narrows
     events: list[TraceEvent] = []
     session = birds_web.session()
     result = await run_episode(0, session, policy, QUESTION, config, collect_into(events))
@@ -104,16 +106,17 @@ async def test_an_explanation_keeps_the_engine_s_order(
 ) -> None:
     script.commands = [SEARCH]
     ranker = WordRanker("months")
-    config = EpisodeConfig(relevant_quotes=1, quote_ranker=ranker, result_order=True)
+    config = EpisodeConfig(
+        relevant_quotes=1, quote_ranker=ranker, result_order=True, question_kind=READS_EXPLANATIONS
+    )
     question = "Why do crows remember a human face?"
-    assert config.quote_choices(question) is None
+    assert config.quote_choices(question, quotes_held=1) is None
     events: list[TraceEvent] = []
     await run_episode(0, birds_web.session(), policy, question, config, collect_into(events))
     search = next(e for e in events if isinstance(e, ActionEvent)).event
     engine = await birds_web.session().engine.search("crows remember human face", 10)
     assert isinstance(search, SearchEvent)
     assert [r.url for r in search.results] == [r.url for r in engine]
-    assert ranker.calls == []
 
 
 async def test_the_reach_script_reads_the_first_results_as_the_order_does(
