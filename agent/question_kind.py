@@ -5,8 +5,8 @@ sentences (WebGPT's answer style); a question of fact takes the quote ranker's o
 sentence. Both quote the ranker's best first, and an explanation any sentence in view after
 it (agent.episode, `quote_choices` and `quotes_wanted`), so that a fact read as an
 explanation still states what a fact's answer would. Which of the two a person means is not
-in any one word: "how does a harpsichord work" wants an account, "how tall is
-the Eiffel Tower" a number, "why is Montana called the Treasure State" one naming fact,
+in any one word: "how does a windmill pump water" wants an account, "how tall is the
+Eiffel Tower" a number, "why is Montana called the Treasure State" one naming fact,
 "what's the difference between a view and a table" two things compared. The model is a
 logistic regression over the question's words and word pairs, its opening and its ending
 marked, fitted on people-written training questions labelled with the answer their writers
