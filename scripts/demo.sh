@@ -9,7 +9,8 @@ QUESTION=${QUESTION:-"What does json.dumps do?"}
 PORT=${PORT:-8080}
 # Greedy, so every run prints the same answer, and `webgpt eval`'s action limit: the json
 # entry is the ninth line holding "json.dumps(" (eight usage examples come first), so the
-# policy needs 13 actions to find, quote and answer it (docs/training.md).
+# policy needs 13 actions to find, quote and answer it, 15 since the question is read as
+# asking for an explanation, which collects three quotes (docs/training.md).
 ASK=(--max-actions 20 --temperature 0)
 
 echo "== 1. browsing by hand (examples/demo-commands.txt)"
