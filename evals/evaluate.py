@@ -82,8 +82,8 @@ class Outcome:
     answerability: float | None = None  # EpisodeResult.answerability
     degenerate: str | None = None  # agent.degenerate.degeneracy of the answer
     shaped_by: list[str] = field(default_factory=list)  # EpisodeResult.shaped_by
-    cited_sentences: int = 0  # sentences that cite a quote
-    supported_sentences: int = 0  # of them, those whose content words stand in its quotes
+    checked_sentences: int = 0  # an answer's sentences, cited or not (a decline has none)
+    supported_sentences: int = 0  # of them, those whose content words stand in their quotes
     # Every quote the episode collected (title, url, extract), a decline's too: what a
     # judgement of the answer against its evidence reads again offline
     quotes: list[dict[str, str]] = field(default_factory=list)
@@ -116,17 +116,19 @@ _FUNCTION_WORDS = frozenset({
 SUPPORT_LETTERS = 5
 _SENTENCE_CITES = re.compile(r"((?:\s*\[\d+\])+)[.!?]?")
 _CONTENT_WORD = re.compile(r"\w+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def sentence_support(answer: str, references: Sequence[Reference]) -> tuple[int, int]:
-    """(supported, cited) sentences of the answer: each run of text up to its citations is
+    """(supported, checked) sentences of the answer: each run of text up to its citations is
     a sentence citing those quotes; it is supported when every content word of it stands
-    in one of them (SUPPORT_LETTERS letters shared)."""
-    supported = cited = start = 0
+    in one of them (SUPPORT_LETTERS letters shared). Each sentence after the last citation
+    cites nothing, so nothing supports it: it is checked, and fails."""
+    supported = checked = start = 0
     for match in _SENTENCE_CITES.finditer(answer):
         text, start = answer[start : match.start()], match.end()
         numbers = [int(n) for n in CITATION.findall(match[1]) if 1 <= int(n) <= len(references)]
-        words = [w for w in _CONTENT_WORD.findall(text.lower()) if w not in _FUNCTION_WORDS]
+        words = _content_words(text)
         if not numbers or not words:
             continue
         quoted = {
@@ -136,9 +138,14 @@ def sentence_support(answer: str, references: Sequence[Reference]) -> tuple[int,
                 f"{references[n - 1].title} {references[n - 1].extract}".lower()
             )
         }
-        cited += 1
+        checked += 1
         supported += all(w[:SUPPORT_LETTERS] in quoted for w in words)
-    return supported, cited
+    checked += sum(bool(_content_words(s)) for s in _SENTENCE_END.split(answer[start:]))
+    return supported, checked
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _CONTENT_WORD.findall(text.lower()) if w not in _FUNCTION_WORDS]
 
 
 def key_point_coverage(answer: str | None, key_points: Sequence[Sequence[str]]) -> float | None:
@@ -187,7 +194,7 @@ class PolicyReport:
             "longform_two_citations": _share(sum(o.long_enough for o in longform), len(longform)),
             "key_point_coverage": round(statistics.fmean(coverage), 4) if coverage else None,
             "support": _share(
-                sum(o.supported_sentences for o in done), sum(o.cited_sentences for o in done)
+                sum(o.supported_sentences for o in done), sum(o.checked_sentences for o in done)
             ),
             "degenerate": sum(o.degenerate is not None for o in done),
             "unedited": _share(sum(not o.shaped_by for o in answered), len(answered)),
@@ -311,7 +318,9 @@ async def evaluate_policy(
         if scorer is not None and answer and result.answer_prompt:
             [reward] = await scorer.score([ScoredAnswer(asked, result.answer_prompt, answer)])
         declined = is_declined(answer)
-        supported, cited_sentences = sentence_support(answer or "", result.references)
+        supported, checked = (
+            sentence_support(answer, result.references) if answer and not declined else (0, 0)
+        )
         report.outcomes.append(
             Outcome(
                 question=question.question,
@@ -336,7 +345,7 @@ async def evaluate_policy(
                 answerability=result.answerability,
                 degenerate=degeneracy(answer, asked),
                 shaped_by=result.shaped_by,
-                cited_sentences=cited_sentences,
+                checked_sentences=checked,
                 supported_sentences=supported,
                 quotes=[
                     {"title": q.title, "url": q.url, "extract": q.extract} for q in result.quotes

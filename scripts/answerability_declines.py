@@ -38,7 +38,7 @@ def declined(outcome: dict[str, Any]) -> dict[str, Any]:
         "sentences": 0,
         "distinct_citations": 0,
         "key_points": points,
-        "cited_sentences": 0,
+        "checked_sentences": 0,
         "supported_sentences": 0,
         "degenerate": None,
         "shaped_by": ["answerability_decline"],

@@ -43,7 +43,9 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
     unanswerable = [o for o in outcomes if o["kind"] == "unanswerable"]
     answered = [o for o in outcomes if o.get("answer")]
     points = [o["key_points"] for o in longform if o.get("key_points") is not None]
-    cited = sum(o.get("cited_sentences", 0) for o in answered)
+    # older runs name the sentences checked cited_sentences (and left out any after the
+    # last citation)
+    cited = sum(o.get("checked_sentences", o.get("cited_sentences", 0)) for o in answered)
     supported = sum(o.get("supported_sentences", 0) for o in answered)
     faithful = sum(o["faithful"] is True for o in outcomes)
     return {

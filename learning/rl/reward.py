@@ -116,8 +116,8 @@ def outcome_reward(question: Question, answer: EpisodeAnswer) -> float:
     if question.kind == "unanswerable" or not cited:
         return 0.0  # an invented answer, or one that cites nothing it collected
     right = _rightness(question, text, len(cited))
-    supported, cited_sentences = sentence_support(text, answer.quotes)
-    support = supported / cited_sentences if cited_sentences else 0.0
+    supported, checked = sentence_support(text, answer.quotes)
+    support = supported / checked if checked else 0.0
     return right * (1 + support) / 2
 
 

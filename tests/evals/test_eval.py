@@ -19,7 +19,8 @@ from webgpt.agent.openai_policy import OpenAIPolicy
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
-from webgpt.evals.evaluate import PolicyReport, evaluate_policy, format_table
+from webgpt.agent.trace import Reference
+from webgpt.evals.evaluate import PolicyReport, evaluate_policy, format_table, sentence_support
 from webgpt.evals.questions import Question, load_questions, questions_digest
 
 QUESTIONS = [
@@ -96,8 +97,28 @@ async def test_eval_figures_for_right_wrong_and_unfaithful_answers(
     assert figures["faithful"] == round(2 / 3, 4)
     assert figures["invalid_action_rate"] == round(1 / 13, 4)
     assert figures["actions_median"] == 4 and figures["actions_mean"] == round(13 / 3, 2)
+    # one sentence each; "born in 1900" stands in no word of its quote
+    assert [o.checked_sentences for o in report.outcomes] == [1, 1, 1]
+    assert [o.supported_sentences for o in report.outcomes][:2] == [1, 0]
+    supported = sum(o.supported_sentences for o in report.outcomes)
+    assert figures["support"] == round(supported / 3, 4)
     table = format_table([report])
     assert "66.7%" in table and "scripted" in table.splitlines()[2]
+
+
+def test_support_checks_every_sentence_and_fails_one_citing_nothing() -> None:
+    """A sentence is supported when its content words stand in the quotes it cites; one
+    after the last citation cites nothing, so it is checked and fails."""
+    mona = [Reference(n=1, title="Mona Lisa", url="u", domain="d", extract=MONA)]
+    assert sentence_support("It was painted by Leonardo da Vinci [1].", mona) == (1, 1)
+    assert sentence_support("It was painted in Florence [1].", mona) == (0, 1)
+    two_uncited = "It was painted by Leonardo da Vinci [1]. It hangs in Paris. Really!"
+    assert sentence_support(two_uncited, mona) == (1, 3)
+    assert sentence_support("Leonardo painted it. He was Italian [1].", mona) == (1, 1)
+    assert sentence_support("It was painted by Leonardo [1] [7].", mona) == (1, 1)
+    assert sentence_support("It was painted by Leonardo [7].", mona) == (0, 0)  # no quote 7
+    assert sentence_support("", mona) == (0, 0)
+    assert sentence_support("Leonardo painted it.", mona) == (0, 1)
 
 
 async def test_a_follow_up_is_browsed_made_standalone_or_as_typed(learning_web: Web) -> None:

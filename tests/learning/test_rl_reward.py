@@ -110,12 +110,14 @@ async def test_the_outcome_reward_is_right_for_the_kind_cited_and_supported_less
     assert covered == 1.0 - 0.04
     [partly] = await rewards(LONGFORM, "Crows remember faces [2].")
     assert partly == pytest.approx(1 / 3 - 0.04, abs=1e-4)  # coverage is rounded
-    # right, but a claim beyond its quote: half the reward; half of it supported: 3/4
+    # right, but a claim beyond its quote: half the reward; half of it supported: 3/4,
+    # and so when the claim beyond cites nothing
     assert await rewards(
         FACTOID,
         "Leonardo da Vinci painted it in Florence [1].",
         "Leonardo da Vinci painted it [1]. It hangs in the Louvre [2].",
-    ) == [0.5 - 0.04, 0.75 - 0.04]
+        "Leonardo da Vinci painted it [1]. It hangs in the Louvre.",
+    ) == [0.5 - 0.04, 0.75 - 0.04, 0.75 - 0.04]
     assert score.asked == []  # the outcome needs no reward model
 
 
