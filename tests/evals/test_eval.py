@@ -16,10 +16,10 @@ from webgpt.agent.episode import EpisodeConfig
 from webgpt.agent.errors import DataError
 from webgpt.agent.followups import Turn
 from webgpt.agent.openai_policy import OpenAIPolicy
+from webgpt.agent.trace import Reference
 from webgpt.browser.corpus import build_corpus, wikipedia_pages
 from webgpt.browser.session import SessionConfig
 from webgpt.browser.web import Web, WebOptions
-from webgpt.agent.trace import Reference
 from webgpt.evals.evaluate import PolicyReport, evaluate_policy, format_table, sentence_support
 from webgpt.evals.questions import Question, load_questions, questions_digest
 
