@@ -1,6 +1,7 @@
-"""The hand-written questions by kind (data/questions/train-kinds.jsonl, dev-kinds.jsonl;
-DATA_CARD.md): what the question-kind model learns from, and the fresh dev set it and the
-answering are measured on, each on pages no other question file asks about."""
+"""The hand-written questions by kind (data/questions/train-kinds.jsonl, dev-kinds.jsonl,
+train-unanswerable.jsonl; DATA_CARD.md): what the question-kind model learns from, the fresh
+dev set it and the answering are measured on, each on pages no other question file asks
+about, and the unanswerable questions a learned decline judgment learns from."""
 
 from collections import Counter
 from pathlib import Path
@@ -20,6 +21,7 @@ from webgpt.evals.questions import (
 
 TRAINING = PEOPLE_QUESTIONS.with_name("train-kinds.jsonl")
 FRESH_DEV = PEOPLE_QUESTIONS.with_name("dev-kinds.jsonl")
+UNANSWERABLE_TRAINING = PEOPLE_QUESTIONS.with_name("train-unanswerable.jsonl")
 OTHERS = [
     PEOPLE_QUESTIONS,
     SEALED_QUESTIONS,
@@ -39,6 +41,7 @@ def _asked_elsewhere(*files: Path) -> set[str | None]:
     [
         (TRAINING, "train", {"longform": 250, "factoid": 100}),
         (FRESH_DEV, "dev", {"longform": 60, "factoid": 30, "unanswerable": 40}),
+        (UNANSWERABLE_TRAINING, "train", {"unanswerable": 200}),
     ],
 )
 def test_make_up_and_pages(path: Path, split: str, sizes: dict[str, int]) -> None:
@@ -62,7 +65,23 @@ def test_make_up_and_pages(path: Path, split: str, sizes: dict[str, int]) -> Non
             assert 3 <= len(q.key_points) <= 5, q.question
 
 
+def test_no_unanswerable_training_question_is_asked_for_choosing_or_testing() -> None:
+    """Made-up names and future events are few: a training question that a dev or test
+    file asks too would teach the decline its measure asks for."""
+    training = load_questions(UNANSWERABLE_TRAINING)
+    assert {q.why for q in training} == {
+        "detail no page holds", "future event", "made-up entity",
+    }  # fmt: skip
+    held_out = {
+        normalize(q.question)
+        for path in [PEOPLE_QUESTIONS, SEALED_QUESTIONS, MANUAL_QUESTIONS, FRESH_DEV]
+        for q in load_questions(path)
+        if q.split != "train"
+    }
+    assert not {normalize(q.question) for q in training} & held_out
+
+
 @pytest.mark.slow  # the full offline web
-@pytest.mark.parametrize("path", [TRAINING, FRESH_DEV])
+@pytest.mark.parametrize("path", [TRAINING, FRESH_DEV, UNANSWERABLE_TRAINING])
 def test_every_line_passes_the_writers_check(path: Path, embedded_web_store: Path) -> None:
     assert_every_line_passes(path, embedded_web_store)
