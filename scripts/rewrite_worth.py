@@ -45,7 +45,7 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
     points = [o["key_points"] for o in longform if o.get("key_points") is not None]
     # older runs name the sentences checked cited_sentences (and left out any after the
     # last citation)
-    cited = sum(o.get("checked_sentences", o.get("cited_sentences", 0)) for o in answered)
+    checked = sum(o.get("checked_sentences", o.get("cited_sentences", 0)) for o in answered)
     supported = sum(o.get("supported_sentences", 0) for o in answered)
     faithful = sum(o["faithful"] is True for o in outcomes)
     return {
@@ -56,7 +56,7 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
         "unanswerable declined": (sum(o["declined"] for o in unanswerable), len(unanswerable)),
         "degenerate": sum(o.get("degenerate") is not None for o in outcomes),
         "faithful": (faithful, sum(o["cited"] for o in outcomes)),
-        "support": supported / cited if cited else None,
+        "support": supported / checked if checked else None,
         "unedited": (sum(not o.get("shaped_by") for o in answered), len(answered)),
         "s/question p50": statistics.median(o["wall_s"] for o in outcomes) if outcomes else None,
     }
